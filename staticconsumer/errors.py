@@ -1,0 +1,307 @@
+"""Typed errors with Kafka's real error codes.
+
+Numbers are those of shipped Apache Kafka (``Errors.java``), not of the KIP drafts:
+FENCED_INSTANCE_ID is 82, MEMBER_ID_REQUIRED 79, GROUP_MAX_SIZE_REACHED 81.
+Every broker error the group protocol can return has its own exception class so callers
+can ``except`` precisely; each exposes ``code`` and ``retriable``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import ClassVar
+
+
+class ErrorCode(enum.IntEnum):
+    """Kafka protocol error codes that the group protocol and its neighbours use."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    UNSUPPORTED_VERSION = 35
+    INVALID_REQUEST = 42
+    GROUP_ID_NOT_FOUND = 69
+    NON_EMPTY_GROUP = 68
+    UNSTABLE_OFFSET_COMMIT = 88
+    MEMBER_ID_REQUIRED = 79
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    STALE_MEMBER_EPOCH = 113
+    UNRELEASED_INSTANCE_ID = 111
+
+
+class StaticConsumerError(Exception):
+    """Root of every error this SDK raises."""
+
+
+class ConfigurationError(StaticConsumerError, ValueError):
+    """A setting is invalid; raised before any network call."""
+
+
+class InvalidGroupInstanceIdError(ConfigurationError):
+    """group.instance.id breaks Kafka's rules (non-empty, not '.'/'..', <= 249 chars, [a-zA-Z0-9._-])."""
+
+    def __init__(self, instance_id: str, reason: str) -> None:
+        self.instance_id = instance_id
+        self.reason = reason
+        super().__init__(f"invalid group.instance.id {instance_id!r}: {reason}")
+
+
+class ProtocolError(StaticConsumerError):
+    """Problems with the wire format itself (never a broker verdict)."""
+
+
+class DecodeError(ProtocolError):
+    """Bytes could not be read as the expected message: truncated, oversized or malformed."""
+
+
+class UnsupportedVersionForFieldError(ProtocolError):
+    """A field that the requested version cannot carry (for example an instance id below JoinGroup v5)."""
+
+    def __init__(self, api: str, version: int, field: str, min_version: int) -> None:
+        self.api = api
+        self.version = version
+        self.field = field
+        self.min_version = min_version
+        super().__init__(
+            f"{api} v{version} cannot carry {field}; it needs v{min_version} or later "
+            f"(the broker negotiated too old a version for static membership)"
+        )
+
+
+class BrokerError(StaticConsumerError):
+    """An error code returned by the broker. Subclasses pin ``code`` and ``retriable``."""
+
+    code: ClassVar[int] = ErrorCode.UNKNOWN_SERVER_ERROR
+    retriable: ClassVar[bool] = False
+
+    def __init__(self, message: str | None = None) -> None:
+        name = _name_of(self.code)
+        super().__init__(f"{name} ({self.code})" + (f": {message}" if message else ""))
+
+    @property
+    def error_name(self) -> str:
+        return _name_of(self.code)
+
+
+def _name_of(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE_{code}"
+
+
+class UnknownServerError(BrokerError):
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class OffsetOutOfRangeError(BrokerError):
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class CorruptMessageError(BrokerError):
+    code = ErrorCode.CORRUPT_MESSAGE
+    retriable = True
+
+
+class UnknownTopicOrPartitionError(BrokerError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    retriable = True
+
+
+class LeaderNotAvailableError(BrokerError):
+    code = ErrorCode.LEADER_NOT_AVAILABLE
+    retriable = True
+
+
+class NotLeaderOrFollowerError(BrokerError):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    retriable = True
+
+
+class RequestTimedOutError(BrokerError):
+    code = ErrorCode.REQUEST_TIMED_OUT
+    retriable = True
+
+
+class OffsetMetadataTooLargeError(BrokerError):
+    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
+
+
+class NetworkExceptionError(BrokerError):
+    code = ErrorCode.NETWORK_EXCEPTION
+    retriable = True
+
+
+class CoordinatorLoadInProgressError(BrokerError):
+    code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    retriable = True
+
+
+class CoordinatorNotAvailableError(BrokerError):
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    retriable = True
+
+
+class NotCoordinatorError(BrokerError):
+    code = ErrorCode.NOT_COORDINATOR
+    retriable = True
+
+
+class IllegalGenerationError(BrokerError):
+    code = ErrorCode.ILLEGAL_GENERATION
+
+
+class InconsistentGroupProtocolError(BrokerError):
+    code = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+class InvalidGroupIdError(BrokerError):
+    code = ErrorCode.INVALID_GROUP_ID
+
+
+class UnknownMemberIdError(BrokerError):
+    code = ErrorCode.UNKNOWN_MEMBER_ID
+
+
+class InvalidSessionTimeoutError(BrokerError):
+    code = ErrorCode.INVALID_SESSION_TIMEOUT
+
+
+class RebalanceInProgressError(BrokerError):
+    code = ErrorCode.REBALANCE_IN_PROGRESS
+
+
+class InvalidCommitOffsetSizeError(BrokerError):
+    code = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+
+
+class TopicAuthorizationFailedError(BrokerError):
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupAuthorizationFailedError(BrokerError):
+    code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationFailedError(BrokerError):
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+class UnsupportedVersionError(BrokerError):
+    code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class InvalidRequestError(BrokerError):
+    code = ErrorCode.INVALID_REQUEST
+
+
+class NonEmptyGroupError(BrokerError):
+    code = ErrorCode.NON_EMPTY_GROUP
+
+
+class GroupIdNotFoundError(BrokerError):
+    code = ErrorCode.GROUP_ID_NOT_FOUND
+
+
+class MemberIdRequiredError(BrokerError):
+    code = ErrorCode.MEMBER_ID_REQUIRED
+
+
+class GroupMaxSizeReachedError(BrokerError):
+    code = ErrorCode.GROUP_MAX_SIZE_REACHED
+
+
+class FencedInstanceIdError(BrokerError):
+    """Another member now owns this group.instance.id; this consumer is finished for good.
+
+    Raised from the pending call and every later getone/getmany/iteration/commit. The two
+    usual causes: another process runs with the same instance id, or this process was away
+    (paused, partitioned, suspended) for longer than the session timeout and a replacement
+    took its place.
+    """
+
+    code = ErrorCode.FENCED_INSTANCE_ID
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        group_id: str | None = None,
+        group_instance_id: str | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.group_instance_id = group_instance_id
+        if message is None and (group_id is not None or group_instance_id is not None):
+            message = (
+                f"group {group_id!r} fenced group.instance.id {group_instance_id!r}: another member "
+                f"now holds this instance id. Either another process is running with the same "
+                f"group.instance.id (give every consumer a unique one, e.g. the StatefulSet pod name), "
+                f"or this process was away longer than session.timeout.ms and was replaced. "
+                f"Stop this consumer; restart it only once the other holder is gone."
+            )
+        super().__init__(message)
+
+
+class UnstableOffsetCommitError(BrokerError):
+    code = ErrorCode.UNSTABLE_OFFSET_COMMIT
+    retriable = True
+
+
+class UnreleasedInstanceIdError(BrokerError):
+    code = ErrorCode.UNRELEASED_INSTANCE_ID
+
+
+class StaleMemberEpochError(BrokerError):
+    code = ErrorCode.STALE_MEMBER_EPOCH
+
+
+_BY_CODE: dict[int, type[BrokerError]] = {}
+
+
+def _register() -> None:
+    pending: list[type[BrokerError]] = list(BrokerError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        _BY_CODE.setdefault(int(cls.code), cls)
+        pending.extend(cls.__subclasses__())
+
+
+_register()
+
+
+def error_class_for(code: int) -> type[BrokerError] | None:
+    """The exception class for a broker error code; None for NONE (0)."""
+    if code == ErrorCode.NONE:
+        return None
+    return _BY_CODE.get(code, UnknownServerError)
+
+
+def raise_for_code(code: int, message: str | None = None) -> None:
+    """Raise the typed error for ``code``; do nothing for NONE."""
+    cls = error_class_for(code)
+    if cls is None:
+        return
+    if cls.code != code:
+        message = f"unrecognised broker error code {code}" + (f": {message}" if message else "")
+    raise cls(message)

@@ -75,18 +75,53 @@ class DecodeError(ProtocolError):
     """Bytes could not be read as the expected message: truncated, oversized or malformed."""
 
 
+class EncodeError(ProtocolError, ValueError):
+    """A value cannot go on the wire as asked (string too long, integer out of range, null not allowed)."""
+
+
+class ApiVersionOutOfRangeError(ProtocolError, ValueError):
+    """The codec was asked for a version of a message that it does not implement."""
+
+    def __init__(self, api: str, version: int, min_version: int, max_version: int) -> None:
+        self.api = api
+        self.version = version
+        self.min_version = min_version
+        self.max_version = max_version
+        super().__init__(f"{api} v{version} is outside the supported range v{min_version}-v{max_version}")
+
+
+class NoCommonApiVersionError(ProtocolError):
+    """The broker and this SDK share no version of an API, so the request cannot be sent at all."""
+
+    def __init__(self, api: str, ours: tuple[int, int], broker: tuple[int, int] | None) -> None:
+        self.api = api
+        self.ours = ours
+        self.broker = broker
+        theirs = "does not offer it" if broker is None else f"offers v{broker[0]}-v{broker[1]}"
+        super().__init__(f"{api}: this SDK speaks v{ours[0]}-v{ours[1]} but the broker {theirs}")
+
+
 class UnsupportedVersionForFieldError(ProtocolError):
     """A field that the requested version cannot carry (for example an instance id below JoinGroup v5)."""
 
-    def __init__(self, api: str, version: int, field: str, min_version: int) -> None:
+    def __init__(
+        self, api: str, version: int, field: str, min_version: int, max_version: int | None = None
+    ) -> None:
         self.api = api
         self.version = version
         self.field = field
         self.min_version = min_version
-        super().__init__(
-            f"{api} v{version} cannot carry {field}; it needs v{min_version} or later "
-            f"(the broker negotiated too old a version for static membership)"
+        self.max_version = max_version
+        if max_version is not None and version > max_version:
+            detail = f"it exists only up to v{max_version}"
+        else:
+            detail = f"it needs v{min_version} or later"
+        hint = (
+            " (the broker negotiated too old a version for static membership)"
+            if field == "group_instance_id"
+            else ""
         )
+        super().__init__(f"{api} v{version} cannot carry {field}; {detail}{hint}")
 
 
 class BrokerError(StaticConsumerError):

@@ -1,0 +1,177 @@
+"""Kafka wire protocol for the classic group APIs, byte-identical to the Java client.
+
+Every message is a typed msgspec Struct with ``encode(version) -> bytes`` and
+``decode(data, version)``. :data:`APIS` lists what is implemented; the versions actually sent are the
+highest common ones with each broker (see ``staticconsumer._aiokafka``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from staticconsumer.protocol._base import REASON_MAX_CHARS, Message, truncate_reason
+from staticconsumer.protocol._codec import TaggedFields
+from staticconsumer.protocol.consumer import (
+    CONSUMER_PROTOCOL_TYPE,
+    MAX_PAYLOAD_VERSION,
+    Assignment,
+    Subscription,
+    TopicPartitions,
+    payload_version,
+)
+from staticconsumer.protocol.coordinator import (
+    KEY_TYPE_GROUP,
+    KEY_TYPE_TRANSACTION,
+    Coordinator,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from staticconsumer.protocol.group import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberIdentity,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+from staticconsumer.protocol.headers import (
+    RequestHeader,
+    ResponseHeader,
+    decode_request_header,
+    decode_response,
+    decode_response_header,
+    encode_request,
+    encode_request_header,
+    encode_response,
+    frame,
+)
+from staticconsumer.protocol.offsets import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
+
+
+class ApiSpec(NamedTuple):
+    """One API: its key, our request/response classes and the version range we implement."""
+
+    name: str
+    key: int
+    request: type[Message]
+    response: type[Message]
+    min_version: int
+    max_version: int
+    flexible_from: int
+
+
+def _spec(request: type[Message], response: type[Message]) -> ApiSpec:
+    assert request.API_KEY == response.API_KEY
+    assert (request.MIN_VERSION, request.MAX_VERSION) == (response.MIN_VERSION, response.MAX_VERSION)
+    return ApiSpec(
+        request.API_NAME,
+        request.API_KEY,
+        request,
+        response,
+        request.MIN_VERSION,
+        request.MAX_VERSION,
+        request.FLEXIBLE_FROM,
+    )
+
+
+APIS: dict[str, ApiSpec] = {
+    s.name: s
+    for s in (
+        _spec(JoinGroupRequest, JoinGroupResponse),
+        _spec(SyncGroupRequest, SyncGroupResponse),
+        _spec(HeartbeatRequest, HeartbeatResponse),
+        _spec(LeaveGroupRequest, LeaveGroupResponse),
+        _spec(OffsetCommitRequest, OffsetCommitResponse),
+        _spec(OffsetFetchRequest, OffsetFetchResponse),
+        _spec(DescribeGroupsRequest, DescribeGroupsResponse),
+        _spec(FindCoordinatorRequest, FindCoordinatorResponse),
+    )
+}
+APIS_BY_KEY: dict[int, ApiSpec] = {s.key: s for s in APIS.values()}
+
+__all__ = [
+    "APIS",
+    "APIS_BY_KEY",
+    "AUTHORIZED_OPERATIONS_OMITTED",
+    "CONSUMER_PROTOCOL_TYPE",
+    "KEY_TYPE_GROUP",
+    "KEY_TYPE_TRANSACTION",
+    "MAX_PAYLOAD_VERSION",
+    "REASON_MAX_CHARS",
+    "ApiSpec",
+    "Assignment",
+    "Coordinator",
+    "DescribeGroupsRequest",
+    "DescribeGroupsResponse",
+    "DescribedGroup",
+    "DescribedGroupMember",
+    "FindCoordinatorRequest",
+    "FindCoordinatorResponse",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "JoinGroupRequest",
+    "JoinGroupRequestProtocol",
+    "JoinGroupResponse",
+    "JoinGroupResponseMember",
+    "LeaveGroupMemberResponse",
+    "LeaveGroupRequest",
+    "LeaveGroupResponse",
+    "MemberIdentity",
+    "Message",
+    "OffsetCommitRequest",
+    "OffsetCommitRequestPartition",
+    "OffsetCommitRequestTopic",
+    "OffsetCommitResponse",
+    "OffsetCommitResponsePartition",
+    "OffsetCommitResponseTopic",
+    "OffsetFetchRequest",
+    "OffsetFetchRequestGroup",
+    "OffsetFetchRequestTopic",
+    "OffsetFetchResponse",
+    "OffsetFetchResponseGroup",
+    "OffsetFetchResponsePartition",
+    "OffsetFetchResponseTopic",
+    "RequestHeader",
+    "ResponseHeader",
+    "Subscription",
+    "SyncGroupRequest",
+    "SyncGroupRequestAssignment",
+    "SyncGroupResponse",
+    "TaggedFields",
+    "TopicPartitions",
+    "decode_request_header",
+    "decode_response",
+    "decode_response_header",
+    "encode_request",
+    "encode_request_header",
+    "encode_response",
+    "frame",
+    "payload_version",
+    "truncate_reason",
+]

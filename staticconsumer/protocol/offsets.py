@@ -1,0 +1,390 @@
+"""Offset APIs: OffsetCommit v2-v9 and OffsetFetch v1-v9.
+
+OffsetCommit v10 and OffsetFetch v10 (topic ids instead of names) are deliberately out of scope: the
+highest common version with a newer broker is then v9, which every supported broker accepts.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import ClassVar, Self
+
+import msgspec
+
+from staticconsumer.errors import DecodeError, EncodeError
+from staticconsumer.protocol._base import Message, refuse
+from staticconsumer.protocol._codec import ClassicReader, ClassicWriter, TaggedFields
+
+_PART_V6 = struct.Struct(">iqi")  # partition_index, committed_offset, committed_leader_epoch
+_PART_V2 = struct.Struct(">iq")  # partition_index, committed_offset
+_RESP_PART = struct.Struct(">ih")  # partition_index, error_code
+
+# ------------------------------------------------------------------------------------------ OffsetCommit
+
+
+class OffsetCommitRequestPartition(msgspec.Struct, gc=False):
+    partition_index: int = 0
+    committed_offset: int = 0
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = ""
+    unknown_tagged_fields: TaggedFields = ()
+
+
+class OffsetCommitRequestTopic(msgspec.Struct, gc=False):
+    name: str = ""
+    partitions: list[OffsetCommitRequestPartition] = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+class OffsetCommitRequest(Message):
+    """Commit offsets; a static member sends its ``group_instance_id`` (v7+) so fencing applies."""
+
+    API_KEY: ClassVar[int] = 8
+    API_NAME: ClassVar[str] = "OffsetCommit"
+    KIND: ClassVar[str] = "request"
+    MIN_VERSION: ClassVar[int] = 2
+    MAX_VERSION: ClassVar[int] = 9
+    FLEXIBLE_FROM: ClassVar[int] = 8
+
+    group_id: str = ""
+    generation_id_or_member_epoch: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+    topics: list[OffsetCommitRequestTopic] = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+    def _write(self, w: ClassicWriter, version: int) -> None:
+        if version < 7 and self.group_instance_id is not None:
+            refuse("OffsetCommitRequest", version, "group_instance_id", 7)
+        w.string(self.group_id)
+        w.i32(self.generation_id_or_member_epoch)
+        w.string(self.member_id)
+        if version >= 7:
+            w.nstring(self.group_instance_id)
+        if version <= 4:
+            w.i64(self.retention_time_ms)
+        w.array_len(len(self.topics))
+        string = w.string
+        nstring = w.nstring
+        tagged = w.tagged
+        array_len = w.array_len
+        if version >= 6:
+            pack6 = _PART_V6.pack
+            for t in self.topics:
+                string(t.name)
+                array_len(len(t.partitions))
+                for p in t.partitions:
+                    w += pack6(p.partition_index, p.committed_offset, p.committed_leader_epoch)
+                    nstring(p.committed_metadata)
+                    tagged(p.unknown_tagged_fields)
+                tagged(t.unknown_tagged_fields)
+        else:
+            pack2 = _PART_V2.pack
+            for t in self.topics:
+                string(t.name)
+                array_len(len(t.partitions))
+                for p in t.partitions:
+                    w += pack2(p.partition_index, p.committed_offset)
+                    nstring(p.committed_metadata)
+                    tagged(p.unknown_tagged_fields)
+                tagged(t.unknown_tagged_fields)
+        w.tagged(self.unknown_tagged_fields)
+
+    @classmethod
+    def _read(cls, r: ClassicReader, version: int) -> Self:
+        group_id = r.string()
+        generation = r.i32()
+        member_id = r.string()
+        group_instance_id = r.nstring() if version >= 7 else None
+        retention_time_ms = r.i64() if version <= 4 else -1
+        with_epoch = version >= 6
+        unpack = _PART_V6.unpack_from if with_epoch else _PART_V2.unpack_from
+        step = 16 if with_epoch else 12
+        nstring = r.nstring
+        tagged = r.tagged
+        partition = OffsetCommitRequestPartition
+        data = r.data
+        topics: list[OffsetCommitRequestTopic] = []
+        for _ in range(r.array_len()):
+            name = r.string()
+            partitions: list[OffsetCommitRequestPartition] = []
+            append = partitions.append
+            for _ in range(r.array_len(step)):
+                fixed = unpack(data, r.pos)
+                r.pos += step
+                if with_epoch:
+                    append(partition(fixed[0], fixed[1], fixed[2], nstring(), tagged()))
+                else:
+                    append(partition(fixed[0], fixed[1], -1, nstring(), tagged()))
+            topics.append(OffsetCommitRequestTopic(name, partitions, tagged()))
+        return cls(group_id, generation, member_id, group_instance_id, retention_time_ms, topics, r.tagged())
+
+
+class OffsetCommitResponsePartition(msgspec.Struct, gc=False):
+    partition_index: int = 0
+    error_code: int = 0
+    unknown_tagged_fields: TaggedFields = ()
+
+
+class OffsetCommitResponseTopic(msgspec.Struct, gc=False):
+    name: str = ""
+    partitions: list[OffsetCommitResponsePartition] = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+class OffsetCommitResponse(Message):
+    API_KEY: ClassVar[int] = 8
+    API_NAME: ClassVar[str] = "OffsetCommit"
+    KIND: ClassVar[str] = "response"
+    MIN_VERSION: ClassVar[int] = 2
+    MAX_VERSION: ClassVar[int] = 9
+    FLEXIBLE_FROM: ClassVar[int] = 8
+
+    throttle_time_ms: int = 0
+    topics: list[OffsetCommitResponseTopic] = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+    def _write(self, w: ClassicWriter, version: int) -> None:
+        if version >= 3:
+            w.i32(self.throttle_time_ms)
+        w.array_len(len(self.topics))
+        for t in self.topics:
+            w.string(t.name)
+            w.array_len(len(t.partitions))
+            for p in t.partitions:
+                w += _RESP_PART.pack(p.partition_index, p.error_code)
+                w.tagged(p.unknown_tagged_fields)
+            w.tagged(t.unknown_tagged_fields)
+        w.tagged(self.unknown_tagged_fields)
+
+    @classmethod
+    def _read(cls, r: ClassicReader, version: int) -> Self:
+        throttle_time_ms = r.i32() if version >= 3 else 0
+        data = r.data
+        unpack = _RESP_PART.unpack_from
+        tagged = r.tagged
+        topics: list[OffsetCommitResponseTopic] = []
+        for _ in range(r.array_len()):
+            name = r.string()
+            partitions: list[OffsetCommitResponsePartition] = []
+            for _ in range(r.array_len(6)):
+                index, error_code = unpack(data, r.pos)
+                r.pos += 6
+                partitions.append(OffsetCommitResponsePartition(index, error_code, tagged()))
+            topics.append(OffsetCommitResponseTopic(name, partitions, tagged()))
+        return cls(throttle_time_ms, topics, r.tagged())
+
+
+# ------------------------------------------------------------------------------------------- OffsetFetch
+
+
+class OffsetFetchRequestTopic(msgspec.Struct, gc=False):
+    name: str = ""
+    partition_indexes: list[int] = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+class OffsetFetchRequestGroup(msgspec.Struct, gc=False):
+    group_id: str = ""
+    member_id: str | None = None
+    member_epoch: int = -1
+    topics: list[OffsetFetchRequestTopic] | None = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+def _write_fetch_topics(w: ClassicWriter, topics: list[OffsetFetchRequestTopic]) -> None:
+    w.array_len(len(topics))
+    for t in topics:
+        w.string(t.name)
+        w.int32_array(t.partition_indexes)
+        w.tagged(t.unknown_tagged_fields)
+
+
+def _read_fetch_topics(r: ClassicReader) -> list[OffsetFetchRequestTopic] | None:
+    n = r.narray_len()
+    if n < 0:
+        return None
+    return [OffsetFetchRequestTopic(r.string(), r.int32_array(), r.tagged()) for _ in range(n)]
+
+
+class OffsetFetchRequest(Message):
+    """Fetch committed offsets: one group (``group_id``/``topics``, v1-v7) or a batch (``groups``, v8+).
+
+    ``topics=None`` asks for every topic of the group (v2+).
+    """
+
+    API_KEY: ClassVar[int] = 9
+    API_NAME: ClassVar[str] = "OffsetFetch"
+    KIND: ClassVar[str] = "request"
+    MIN_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 9
+    FLEXIBLE_FROM: ClassVar[int] = 6
+
+    group_id: str = ""
+    topics: list[OffsetFetchRequestTopic] | None = msgspec.field(default_factory=list)
+    groups: list[OffsetFetchRequestGroup] = msgspec.field(default_factory=list)
+    require_stable: bool = False
+    unknown_tagged_fields: TaggedFields = ()
+
+    def _write(self, w: ClassicWriter, version: int) -> None:
+        if version < 7 and self.require_stable:
+            refuse("OffsetFetchRequest", version, "require_stable", 7)
+        if version <= 7:
+            if self.groups:
+                refuse("OffsetFetchRequest", version, "groups", 8)
+            w.string(self.group_id)
+            if self.topics is None:
+                if version < 2:
+                    raise EncodeError("OffsetFetchRequest v1 cannot ask for all topics (topics=None)")
+                w.null_array()
+            else:
+                _write_fetch_topics(w, self.topics)
+        else:
+            if self.group_id:
+                refuse("OffsetFetchRequest", version, "group_id", 1, 7)
+            if self.topics:
+                refuse("OffsetFetchRequest", version, "topics", 1, 7)
+            w.array_len(len(self.groups))
+            for g in self.groups:
+                w.string(g.group_id)
+                if version >= 9:
+                    w.nstring(g.member_id)
+                    w.i32(g.member_epoch)
+                if g.topics is None:
+                    w.null_array()
+                else:
+                    _write_fetch_topics(w, g.topics)
+                w.tagged(g.unknown_tagged_fields)
+        if version >= 7:
+            w.boolean(self.require_stable)
+        w.tagged(self.unknown_tagged_fields)
+
+    @classmethod
+    def _read(cls, r: ClassicReader, version: int) -> Self:
+        group_id = ""
+        topics: list[OffsetFetchRequestTopic] | None = []
+        groups: list[OffsetFetchRequestGroup] = []
+        if version <= 7:
+            group_id = r.string()
+            topics = _read_fetch_topics(r)
+            if topics is None and version < 2:
+                raise DecodeError("OffsetFetchRequest v1: null topics array")
+        else:
+            topics = []
+            for _ in range(r.array_len()):
+                gid = r.string()
+                if version >= 9:
+                    member_id = r.nstring()
+                    member_epoch = r.i32()
+                else:
+                    member_id, member_epoch = None, -1
+                groups.append(
+                    OffsetFetchRequestGroup(gid, member_id, member_epoch, _read_fetch_topics(r), r.tagged())
+                )
+        require_stable = r.boolean() if version >= 7 else False
+        return cls(group_id, topics, groups, require_stable, r.tagged())
+
+
+class OffsetFetchResponsePartition(msgspec.Struct, gc=False):
+    partition_index: int = 0
+    committed_offset: int = 0
+    committed_leader_epoch: int = -1
+    metadata: str | None = ""
+    error_code: int = 0
+    unknown_tagged_fields: TaggedFields = ()
+
+
+class OffsetFetchResponseTopic(msgspec.Struct, gc=False):
+    name: str = ""
+    partitions: list[OffsetFetchResponsePartition] = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+class OffsetFetchResponseGroup(msgspec.Struct, gc=False):
+    group_id: str = ""
+    topics: list[OffsetFetchResponseTopic] = msgspec.field(default_factory=list)
+    error_code: int = 0
+    unknown_tagged_fields: TaggedFields = ()
+
+
+def _write_fetched_topics(w: ClassicWriter, topics: list[OffsetFetchResponseTopic], epoch: bool) -> None:
+    w.array_len(len(topics))
+    for t in topics:
+        w.string(t.name)
+        w.array_len(len(t.partitions))
+        for p in t.partitions:
+            w.i32(p.partition_index)
+            w.i64(p.committed_offset)
+            if epoch:
+                w.i32(p.committed_leader_epoch)
+            w.nstring(p.metadata)
+            w.i16(p.error_code)
+            w.tagged(p.unknown_tagged_fields)
+        w.tagged(t.unknown_tagged_fields)
+
+
+def _read_fetched_topics(r: ClassicReader, epoch: bool) -> list[OffsetFetchResponseTopic]:
+    topics: list[OffsetFetchResponseTopic] = msgspec.field(default_factory=list)
+    for _ in range(r.array_len()):
+        name = r.string()
+        partitions = [
+            OffsetFetchResponsePartition(
+                r.i32(), r.i64(), r.i32() if epoch else -1, r.nstring(), r.i16(), r.tagged()
+            )
+            for _ in range(r.array_len())
+        ]
+        topics.append(OffsetFetchResponseTopic(name, partitions, r.tagged()))
+    return topics
+
+
+class OffsetFetchResponse(Message):
+    API_KEY: ClassVar[int] = 9
+    API_NAME: ClassVar[str] = "OffsetFetch"
+    KIND: ClassVar[str] = "response"
+    MIN_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 9
+    FLEXIBLE_FROM: ClassVar[int] = 6
+
+    throttle_time_ms: int = 0
+    topics: list[OffsetFetchResponseTopic] = msgspec.field(default_factory=list)
+    error_code: int = 0
+    groups: list[OffsetFetchResponseGroup] = msgspec.field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+    def _write(self, w: ClassicWriter, version: int) -> None:
+        if version >= 3:
+            w.i32(self.throttle_time_ms)
+        if version <= 7:
+            if self.groups:
+                refuse("OffsetFetchResponse", version, "groups", 8)
+            _write_fetched_topics(w, self.topics, version >= 5)
+            if version >= 2:
+                w.i16(self.error_code)
+        else:
+            if self.topics:
+                refuse("OffsetFetchResponse", version, "topics", 1, 7)
+            w.array_len(len(self.groups))
+            for g in self.groups:
+                w.string(g.group_id)
+                _write_fetched_topics(w, g.topics, True)
+                w.i16(g.error_code)
+                w.tagged(g.unknown_tagged_fields)
+        w.tagged(self.unknown_tagged_fields)
+
+    @classmethod
+    def _read(cls, r: ClassicReader, version: int) -> Self:
+        throttle_time_ms = r.i32() if version >= 3 else 0
+        topics: list[OffsetFetchResponseTopic] = []
+        groups: list[OffsetFetchResponseGroup] = []
+        error_code = 0
+        if version <= 7:
+            topics = _read_fetched_topics(r, version >= 5)
+            if version >= 2:
+                error_code = r.i16()
+        else:
+            groups = [
+                OffsetFetchResponseGroup(r.string(), _read_fetched_topics(r, True), r.i16(), r.tagged())
+                for _ in range(r.array_len())
+            ]
+        return cls(throttle_time_ms, topics, error_code, groups, r.tagged())

@@ -1,0 +1,194 @@
+"""The data every assignor sees and returns, and the member order they all share.
+
+This is the public interface for custom assignors: StaticConsumer builds these objects from the
+JoinGroup response (instance ids included) and the cluster metadata, and sends the result in SyncGroup.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+TopicPartition = tuple[str, int]
+"""``(topic, partition)``; a plain tuple because assignors handle a million of them per rebalance."""
+
+RebalanceProtocol = Literal["eager", "cooperative"]
+
+NO_GENERATION = -1
+"""Java's ``DEFAULT_GENERATION``: the member has no generation (never assigned, or an old client)."""
+
+
+def java_key(text: str) -> bytes:
+    """Sort key matching Java ``String.compareTo`` (UTF-16 code units).
+
+    Python compares strings by code point, which orders characters above U+FFFF after U+E000..U+FFFF;
+    Java compares their surrogate pairs (U+D800..U+DFFF) and so puts them before. Big-endian UTF-16
+    bytes compare exactly like Java's code units.
+    """
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One group member as the leader sees it in the JoinGroup response plus its decoded subscription.
+
+    ``generation`` and ``owned_partitions`` are the ConsumerProtocolSubscription v1+/v2+ fields
+    (``-1`` and ``()`` when absent); ``user_data`` is the assignor-specific blob, untouched.
+    """
+
+    member_id: str
+    topics: frozenset[str]
+    group_instance_id: str | None = None
+    owned_partitions: tuple[TopicPartition, ...] = ()
+    generation: int = NO_GENERATION
+    rack: str | None = None
+    user_data: bytes | None = None
+
+    def __init__(
+        self,
+        member_id: str,
+        topics: Iterable[str],
+        group_instance_id: str | None = None,
+        owned_partitions: Iterable[TopicPartition] = (),
+        generation: int = NO_GENERATION,
+        rack: str | None = None,
+        user_data: bytes | None = None,
+    ) -> None:
+        # Accept any iterables so callers need not build frozensets/tuples by hand.
+        object.__setattr__(self, "member_id", member_id)
+        object.__setattr__(self, "topics", frozenset(topics))
+        object.__setattr__(self, "group_instance_id", group_instance_id)
+        object.__setattr__(self, "owned_partitions", tuple(owned_partitions))
+        object.__setattr__(self, "generation", generation)
+        object.__setattr__(self, "rack", rack)
+        object.__setattr__(self, "user_data", user_data)
+
+    @property
+    def effective_rack(self) -> str | None:
+        """The rack used for matching: Java ignores an empty rack id."""
+        return self.rack or None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """A topic's partition count and, optionally, the racks of each partition's replicas.
+
+    ``replica_racks[p]`` holds the racks of partition ``p``'s replicas; leave it empty when racks are
+    unknown (rack-aware assignment is then off for this topic, as in Java).
+    """
+
+    partitions: int
+    replica_racks: tuple[frozenset[str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.partitions < 0:
+            raise ValueError("partition count cannot be negative")
+        if self.replica_racks and len(self.replica_racks) != self.partitions:
+            raise ValueError("replica_racks must have one entry per partition")
+
+    @classmethod
+    def with_racks(cls, racks: Sequence[Iterable[str]]) -> TopicInfo:
+        """Build from per-partition replica rack lists (index = partition id)."""
+        return cls(len(racks), tuple(frozenset(r) for r in racks))
+
+    def racks_of(self, partition: int) -> frozenset[str]:
+        return self.replica_racks[partition] if self.replica_racks else frozenset()
+
+
+@dataclass(slots=True)
+class MemberAssignment:
+    """What one member receives in SyncGroup: its partitions and optional assignor user data."""
+
+    partitions: list[TopicPartition] = field(default_factory=list)
+    user_data: bytes | None = None
+
+
+GroupAssignment = dict[str, MemberAssignment]
+"""Member id -> assignment; every member given to ``assign`` has an entry, possibly empty."""
+
+
+def member_sort_key(member: Member) -> tuple[int, bytes, bytes]:
+    """Java's MemberInfo order: static members first by instance id, then dynamic ones by member id.
+
+    Two members with the same instance id (never valid in a group, but possible during fencing) fall
+    back to member id so the order stays total.
+    """
+    if member.group_instance_id is not None:
+        return (0, java_key(member.group_instance_id), java_key(member.member_id))
+    return (1, java_key(member.member_id), b"")
+
+
+def sorted_members(members: Iterable[Member]) -> list[Member]:
+    """Members in the order every assignor here uses for placement and tie-breaking."""
+    ordered = sorted(members, key=member_sort_key)
+    seen: set[str] = set()
+    for m in ordered:
+        if m.member_id in seen:
+            raise ValueError(f"duplicate member id {m.member_id!r}")
+        seen.add(m.member_id)
+    return ordered
+
+
+def live_topics(members: Iterable[Member], topics: Mapping[str, TopicInfo]) -> dict[str, int]:
+    """Subscribed topics that have partitions, with their counts: what Java's metadata would show.
+
+    A topic missing from ``topics`` or with zero partitions is skipped, exactly as Java skips a topic
+    without metadata.
+    """
+    wanted: set[str] = set()
+    for m in members:
+        wanted.update(m.topics)
+    out: dict[str, int] = {}
+    for t in wanted:
+        info = topics.get(t)
+        if info is not None and info.partitions > 0:
+            out[t] = info.partitions
+    return out
+
+
+def sort_assignment(partitions: list[TopicPartition]) -> list[TopicPartition]:
+    """Topic (Java order) then partition: the order Java's rack-aware paths and RoundRobin produce."""
+    keys: dict[str, bytes] = {}
+    for t, _ in partitions:
+        if t not in keys:
+            keys[t] = java_key(t)
+    return sorted(partitions, key=lambda tp: (keys[tp[0]], tp[1]))
+
+
+def use_rack_aware(
+    consumer_racks: Collection[str],
+    all_partition_racks: Collection[str],
+    racks_per_partition: Iterable[frozenset[str]],
+) -> bool:
+    """KIP-881's switch: racks on both sides overlap, and not every partition is on every rack."""
+    if not consumer_racks or not set(consumer_racks) & set(all_partition_racks):
+        return False
+    every = frozenset(all_partition_racks)
+    return any(r != every for r in racks_per_partition)
+
+
+class Assignor(abc.ABC):
+    """Base class for partition assignors, built-in and custom.
+
+    ``name`` is the protocol name sent in JoinGroup; members of one group (Java or Python) must share
+    one. An instance lives inside one consumer: ``on_assignment`` and ``subscription_user_data`` carry
+    state from one generation to the next, while ``assign`` runs on the leader and must depend only on
+    its arguments.
+    """
+
+    name: ClassVar[str]
+    rebalance_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = ("eager",)
+
+    @abc.abstractmethod
+    def assign(self, members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> GroupAssignment:
+        """Assign the partitions of ``topics`` to ``members`` (leader only)."""
+
+    def subscription_user_data(self, topics: Collection[str]) -> bytes | None:
+        """User data to put in this member's next subscription (JoinGroup metadata)."""
+        return None
+
+    def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
+        """Called with this member's assignment once SyncGroup succeeds in ``generation``."""
+        return None

@@ -1,0 +1,56 @@
+"""``roundrobin``: Java's RoundRobinAssignor (not rack-aware, as in Java).
+
+All partitions, topics in Java string order then partition number, are dealt to the members in member
+order around a circle, skipping members not subscribed to the partition's topic.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from .model import (
+    Assignor,
+    GroupAssignment,
+    Member,
+    MemberAssignment,
+    TopicInfo,
+    TopicPartition,
+    java_key,
+    live_topics,
+    sorted_members,
+)
+
+
+class RoundRobinAssignor(Assignor):
+    """Java-identical round robin with static members ordered by instance id."""
+
+    name = "roundrobin"
+
+    def assign(self, members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> GroupAssignment:
+        ordered = sorted_members(members)
+        size = len(ordered)
+        out: list[list[TopicPartition]] = [[] for _ in ordered]
+        counts = live_topics(ordered, topics)
+        subscribers: dict[str, list[int]] = defaultdict(list)
+        for i, m in enumerate(ordered):
+            for t in m.topics:
+                if t in counts:
+                    subscribers[t].append(i)
+
+        # The circle's position carries over from topic to topic. Within one topic the skipping
+        # iterator simply cycles through that topic's subscribers, so each subscriber's share is a
+        # strided range: O(subscribers + partitions) per topic instead of a per-partition scan.
+        pos = 0
+        for topic in sorted(counts, key=java_key):
+            n = counts[topic]
+            subs = subscribers[topic]
+            k = bisect_left(subs, pos)
+            if k == len(subs):
+                k = 0
+            width = len(subs)
+            for j in range(min(width, n)):
+                out[subs[(k + j) % width]].extend((topic, p) for p in range(j, n, width))
+            pos = (subs[(k + n - 1) % width] + 1) % size
+        return {m.member_id: MemberAssignment(out[i]) for i, m in enumerate(ordered)}

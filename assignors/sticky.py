@@ -1,0 +1,530 @@
+"""``sticky`` and ``cooperative-sticky``: balanced, sticky, rack-aware, and ordered by instance id.
+
+Wire-compatible with Java's StickyAssignor / CooperativeStickyAssignor (same names, same userData,
+same reading of owned partitions and generations), but every tie is broken in member order (static
+members by instance id first), so a static member that restarts with a new member id gets the same
+partitions back. Java breaks ties on member ids, so results agree with Java on balance and on which
+owned partitions stay put, not partition for partition.
+
+Outline (Java's ConstrainedAssignmentBuilder / GeneralAssignmentBuilder, re-derived):
+
+1. Each member's claimed partitions come from its userData (``sticky``) or its subscription's owned
+   partitions and generation (``cooperative-sticky``). A partition claimed by several members goes to
+   the highest generation; a tie in the highest generation voids every claim to it.
+2. Equal subscriptions: quotas floor(P/C) / ceil(P/C); each member keeps its claims up to its quota,
+   the first P mod C members (member order) with enough claims keep one more; the rest is dealt
+   round-robin to members below quota, rack-matching partitions first when racks are in play.
+3. Unequal subscriptions: members keep all their claims, unassigned partitions of the most
+   constrained topics go first to the least-loaded subscriber, then partitions move one at a time
+   from a subscriber with k+2 or more partitions to one with k until no such move exists (Java's
+   ``isBalanced`` criterion). Every move lowers the sum of squared counts, so this terminates.
+4. ``cooperative-sticky`` then withholds partitions that another member still owns (two-phase move).
+
+Partitions are handled as integer ids (topics in Java order, then partition) and counts are kept in
+flat lists, so the equal-subscription path is linear in partitions plus members.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections import defaultdict, deque
+from collections.abc import Collection, Mapping, Sequence
+from itertools import chain
+from typing import ClassVar
+
+from .model import (
+    NO_GENERATION,
+    Assignor,
+    GroupAssignment,
+    Member,
+    MemberAssignment,
+    RebalanceProtocol,
+    TopicInfo,
+    TopicPartition,
+    java_key,
+    live_topics,
+    sorted_members,
+    use_rack_aware,
+)
+from .userdata import (
+    StickyMemberData,
+    decode_cooperative_user_data,
+    decode_sticky_user_data,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+)
+
+
+class _Layout:
+    """Partition ids: topics in Java string order, each topic's partitions contiguous."""
+
+    def __init__(self, counts: dict[str, int]):
+        self.topics = sorted(counts, key=java_key)
+        self.counts = counts
+        self.offset: dict[str, int] = {}
+        self.starts: list[int] = []
+        total = 0
+        for t in self.topics:
+            self.offset[t] = total
+            self.starts.append(total)
+            total += counts[t]
+        self.total = total
+
+    def topic_index(self, pid: int) -> int:
+        return bisect_right(self.starts, pid) - 1
+
+    def partitions(self) -> list[TopicPartition]:
+        return [(t, p) for t in self.topics for p in range(self.counts[t])]
+
+
+class _Racks:
+    """KIP-881 state for one assignment: whether racks are used, and who matches what."""
+
+    def __init__(self, ordered: list[Member], layout: _Layout, topics: Mapping[str, TopicInfo]):
+        rack_of = [m.effective_rack for m in ordered]
+        consumer_racks = {r for r in rack_of if r is not None}
+        self.enabled = False
+        self.rack_of: list[str | None] = [None] * len(ordered)
+        self.pid_racks: list[frozenset[str]] = []
+        self.consumers_in_rack: dict[str, int] = {}
+        if not consumer_racks:
+            return
+        pid_racks: list[frozenset[str]] = []
+        empty: frozenset[str] = frozenset()
+        for t in layout.topics:
+            info = topics[t]
+            if info.replica_racks:
+                pid_racks.extend(info.replica_racks)
+            else:
+                pid_racks.extend([empty] * info.partitions)
+        all_racks: set[str] = set()
+        for r in set(pid_racks):
+            all_racks |= r
+        if not use_rack_aware(consumer_racks, all_racks, pid_racks):
+            return
+        self.enabled = True
+        self.rack_of = rack_of
+        self.pid_racks = pid_racks
+        per_rack: dict[str, int] = defaultdict(int)
+        for rack in rack_of:
+            if rack is not None:
+                per_rack[rack] += 1
+        self.consumers_in_rack = dict(per_rack)
+
+    def mismatch(self, member: int, pid: int) -> bool:
+        rack = self.rack_of[member]
+        return rack is not None and rack not in self.pid_racks[pid]
+
+    def matches(self, member: int, pid: int) -> bool:
+        rack = self.rack_of[member]
+        return rack is not None and rack in self.pid_racks[pid]
+
+    def candidates(self, pid: int) -> int:
+        """How many consumers share a rack with ``pid``; scarce partitions are placed first."""
+        return sum(self.consumers_in_rack.get(r, 0) for r in self.pid_racks[pid])
+
+
+class _Claims:
+    """Resolved previous ownership: who keeps a claim to each partition, and who claimed at all."""
+
+    def __init__(self, datas: list[StickyMemberData], subs: list[frozenset[str]], layout: _Layout):
+        offset, counts = layout.offset, layout.counts
+        per_member: list[list[int]] = []
+        for d, sub in zip(datas, subs, strict=True):
+            per_member.append(
+                [offset[t] + p for t, p in d.partitions if t in sub and 0 <= p < counts[t]]
+            )
+        flat = list(chain.from_iterable(per_member))
+        self.any_claims = bool(flat)
+        self.claimed: set[int] = set(flat)
+        if len(self.claimed) == len(flat):
+            # Common case: no partition claimed twice, nothing to resolve.
+            self.owned = per_member
+            self.owner: dict[int, int] | None = None
+            return
+        gens = [NO_GENERATION if d.generation is None else d.generation for d in datas]
+        winner: dict[int, int] = {}  # pid -> member, or -1 when the top generation is contested
+        best: dict[int, int] = {}
+        for i, pids in enumerate(per_member):
+            g = gens[i]
+            for pid in pids:
+                cur = winner.get(pid)
+                if cur is None:
+                    winner[pid] = i
+                    best[pid] = g
+                elif cur == i:
+                    continue
+                elif g > best[pid]:
+                    winner[pid] = i
+                    best[pid] = g
+                elif g == best[pid]:
+                    winner[pid] = -1
+        self.owned = [sorted({pid for pid in pids if winner[pid] == i}) for i, pids in enumerate(per_member)]
+        self.owner = winner
+
+    def owner_map(self) -> dict[int, int]:
+        """pid -> surviving claimant (-1 if voided); built on demand in the no-conflict case."""
+        if self.owner is None:
+            self.owner = {pid: i for i, pids in enumerate(self.owned) for pid in pids}
+        return self.owner
+
+
+def _deal(parts: list[int], needs: list[tuple[int, int]], out: list[list[int]]) -> None:
+    """Deal ``parts`` round-robin to members (in the given order) until each has received its need.
+
+    Done in phases with a constant set of takers, one slice per taker per phase, rather than one
+    Python step per partition.
+    """
+    active = [(i, n) for i, n in needs if n > 0]
+    pos = 0
+    done = 0
+    while active:
+        rounds = min(n for _, n in active) - done
+        width = len(active)
+        block = parts[pos : pos + width * rounds]
+        for k, (i, _) in enumerate(active):
+            out[i].extend(block[k::width])
+        pos += width * rounds
+        done += rounds
+        active = [(i, n) for i, n in active if n > done]
+    if pos != len(parts):
+        raise AssertionError("sticky assignor dealt a different number of partitions than it had")
+
+
+def _constrained(size: int, layout: _Layout, claims: _Claims, racks: _Racks) -> list[list[int]]:
+    """All members subscribe to the same topics: quota-based keep, then fill."""
+    total = layout.total
+    min_q, extra = divmod(total, size)
+    max_q = min_q + (1 if extra else 0)
+    out: list[list[int]] = []
+    over = 0
+    kept: list[int] = []
+    for i in range(size):
+        own = sorted(claims.owned[i])
+        if racks.enabled:
+            own = [pid for pid in own if not racks.mismatch(i, pid)]
+        if len(own) >= max_q and over < extra:
+            keep = own[:max_q]
+            over += 1
+        else:
+            keep = own[:min_q]
+        out.append(list(keep))
+        kept.extend(keep)
+
+    if kept:
+        taken = set(kept)
+        free = [pid for pid in range(total) if pid not in taken]
+    else:
+        free = list(range(total))
+
+    if racks.enabled and free:
+        free.sort(key=racks.candidates)
+        free, over = _rack_fill(free, out, min_q, extra, over, racks)
+
+    remaining_over = extra - over
+    needs: list[tuple[int, int]] = []
+    for i in range(size):
+        have = len(out[i])
+        need = max(0, min_q - have)
+        if remaining_over > 0 and have <= min_q:
+            need += 1
+            remaining_over -= 1
+        needs.append((i, need))
+    _deal(free, needs, out)
+    return out
+
+
+def _rack_fill(
+    free: list[int], out: list[list[int]], min_q: int, extra: int, over: int, racks: _Racks
+) -> tuple[list[int], int]:
+    """Place partitions on members of a replica's rack while quotas allow; return the rest."""
+    under: dict[str, deque[int]] = defaultdict(deque)
+    at_min: dict[str, deque[int]] = defaultdict(deque)
+    for i, parts in enumerate(out):
+        rack = racks.rack_of[i]
+        if rack is None:
+            continue
+        if len(parts) < min_q:
+            under[rack].append(i)
+        elif len(parts) == min_q and over < extra:
+            at_min[rack].append(i)
+    left: list[int] = []
+    for pid in free:
+        chosen: int | None = None
+        chosen_rack = ""
+        for r in racks.pid_racks[pid]:
+            q = under.get(r)
+            if q:
+                i = q[0]
+                if chosen is None or (len(out[i]), i) < (len(out[chosen]), chosen):
+                    chosen, chosen_rack = i, r
+        if chosen is not None:
+            q = under[chosen_rack]
+            q.popleft()
+            out[chosen].append(pid)
+            if len(out[chosen]) < min_q:
+                q.append(chosen)
+            elif over < extra:
+                at_min[chosen_rack].append(chosen)
+            continue
+        if over < extra:
+            for r in racks.pid_racks[pid]:
+                q = at_min.get(r)
+                if q and (chosen is None or q[0] < chosen):
+                    chosen, chosen_rack = q[0], r
+            if chosen is not None:
+                at_min[chosen_rack].popleft()
+                out[chosen].append(pid)
+                over += 1
+                if over == extra:
+                    at_min.clear()
+                continue
+        left.append(pid)
+    return left, over
+
+
+def _valid_top(heap: list[tuple[int, int]], ok: dict[int, int] | list[int], sign: int) -> int | None:
+    """Drop stale (count, member) entries; return the member on top or None."""
+    while heap:
+        key, i = heap[0]
+        if sign * key == ok[i]:
+            return i
+        heapq.heappop(heap)
+    return None
+
+
+def _general(
+    ordered: list[Member], subs: list[frozenset[str]], layout: _Layout, claims: _Claims, racks: _Racks
+) -> list[list[int]]:
+    """Unequal subscriptions: keep claims, place the rest on the least loaded, then even out."""
+    size = len(ordered)
+    count = [0] * size
+    hold: list[dict[int, list[int]]] = [defaultdict(list) for _ in range(size)]
+    owner = [-1] * layout.total
+    for i in range(size):
+        for pid in claims.owned[i]:
+            if racks.enabled and racks.mismatch(i, pid):
+                continue
+            hold[i][layout.topic_index(pid)].append(pid)
+            count[i] += 1
+            owner[pid] = i
+
+    subscribers: list[list[int]] = [[] for _ in layout.topics]
+    tindex = {t: k for k, t in enumerate(layout.topics)}
+    for i, sub in enumerate(subs):
+        for t in sub:
+            subscribers[tindex[t]].append(i)
+    for s in subscribers:
+        s.sort()
+    topic_order = sorted(
+        (k for k in range(len(layout.topics)) if subscribers[k]),
+        key=lambda k: (len(subscribers[k]), java_key(layout.topics[k])),
+    )
+
+    for k in topic_order:
+        _place_topic(k, subscribers[k], layout, owner, count, hold, racks)
+
+    moved = True
+    while moved:
+        moved = False
+        for k in topic_order:
+            if len(subscribers[k]) > 1 and _even_out_topic(k, subscribers[k], count, hold, racks):
+                moved = True
+
+    out: list[list[int]] = [[] for _ in range(size)]
+    for i in range(size):
+        for pids in hold[i].values():
+            out[i].extend(pids)
+    return out
+
+
+def _place_topic(
+    k: int,
+    subs: list[int],
+    layout: _Layout,
+    owner: list[int],
+    count: list[int],
+    hold: list[dict[int, list[int]]],
+    racks: _Racks,
+) -> None:
+    """Give each unowned partition of topic ``k`` to a least-loaded subscriber (rack match wins ties)."""
+    start = layout.starts[k]
+    free = [pid for pid in range(start, start + layout.counts[layout.topics[k]]) if owner[pid] < 0]
+    if not free:
+        return
+    heap = [(count[i], i) for i in subs]
+    heapq.heapify(heap)
+    by_rack: dict[str, list[tuple[int, int]]] = {}
+    if racks.enabled:
+        free.sort(key=racks.candidates)
+        for i in subs:
+            rack = racks.rack_of[i]
+            if rack is not None:
+                by_rack.setdefault(rack, []).append((count[i], i))
+        for h in by_rack.values():
+            heapq.heapify(h)
+    for pid in free:
+        best = _valid_top(heap, count, 1)
+        assert best is not None
+        if racks.enabled and not racks.matches(best, pid):
+            # Among the least-loaded subscribers, prefer one on a replica's rack.
+            for r in racks.pid_racks[pid]:
+                rack_heap = by_rack.get(r)
+                cand = _valid_top(rack_heap, count, 1) if rack_heap else None
+                if cand is not None and count[cand] == count[best] and (
+                    not racks.matches(best, pid) or cand < best
+                ):
+                    best = cand
+        owner[pid] = best
+        hold[best][k].append(pid)
+        count[best] += 1
+        heapq.heappush(heap, (count[best], best))
+        rack = racks.rack_of[best]
+        if rack is not None and rack in by_rack:
+            heapq.heappush(by_rack[rack], (count[best], best))
+
+
+def _even_out_topic(
+    k: int, subs: list[int], count: list[int], hold: list[dict[int, list[int]]], racks: _Racks
+) -> bool:
+    """Move partitions of topic ``k`` from subscribers with k+2 or more partitions to ones with k."""
+    low = [(count[i], i) for i in subs]
+    heapq.heapify(low)
+    high = [(-count[i], i) for i in subs if hold[i].get(k)]
+    heapq.heapify(high)
+    moved = False
+    while True:
+        r = _valid_top(low, count, 1)
+        d = _top_donor(high, count, hold, k)
+        if r is None or d is None or count[d] < count[r] + 2:
+            return moved
+        parts = hold[d][k]
+        pid = _pick_to_move(parts, d, r, racks)
+        hold[r][k].append(pid)
+        count[d] -= 1
+        count[r] += 1
+        moved = True
+        heapq.heappush(low, (count[d], d))
+        heapq.heappush(low, (count[r], r))
+        if parts:
+            heapq.heappush(high, (-count[d], d))
+        heapq.heappush(high, (-count[r], r))
+
+
+def _top_donor(
+    high: list[tuple[int, int]], count: list[int], hold: list[dict[int, list[int]]], k: int
+) -> int | None:
+    while high:
+        neg, i = high[0]
+        if -neg == count[i] and hold[i].get(k):
+            return i
+        heapq.heappop(high)
+    return None
+
+
+def _pick_to_move(parts: list[int], donor: int, receiver: int, racks: _Racks) -> int:
+    """Prefer a partition on the receiver's rack, then one off the donor's rack, else the newest.
+
+    Newest first keeps previously owned partitions in place: they were appended before new ones.
+    """
+    if racks.enabled:
+        for idx in range(len(parts) - 1, -1, -1):
+            if racks.matches(receiver, parts[idx]):
+                return parts.pop(idx)
+        for idx in range(len(parts) - 1, -1, -1):
+            if racks.mismatch(donor, parts[idx]):
+                return parts.pop(idx)
+    return parts.pop()
+
+
+class _StickyBase(Assignor):
+    """Shared sticky algorithm; subclasses say where previous ownership is read from."""
+
+    cooperative = False
+
+    def member_data(self, member: Member) -> StickyMemberData:
+        raise NotImplementedError
+
+    def assign(self, members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> GroupAssignment:
+        ordered = sorted_members(members)
+        if not ordered:
+            return {}
+        counts = live_topics(ordered, topics)
+        layout = _Layout(counts)
+        subs = [frozenset(t for t in m.topics if t in counts) for m in ordered]
+        racks = _Racks(ordered, layout, topics)
+        claims = _Claims([self.member_data(m) for m in ordered], subs, layout)
+
+        if layout.total == 0:
+            result: list[list[int]] = [[] for _ in ordered]
+        elif all(s == subs[0] for s in subs):
+            result = _constrained(len(ordered), layout, claims, racks)
+        else:
+            result = _general(ordered, subs, layout, claims, racks)
+
+        if self.cooperative and claims.any_claims:
+            _withhold_transfers(result, claims)
+
+        tps = layout.partitions()
+        return {
+            m.member_id: MemberAssignment([tps[pid] for pid in sorted(result[i])])
+            for i, m in enumerate(ordered)
+        }
+
+
+def _withhold_transfers(result: list[list[int]], claims: _Claims) -> None:
+    """Cooperative two-phase move: a partition another member still owns is not handed out yet.
+
+    It is withheld when it was claimed by anyone and its new holder is not the claimant that won
+    conflict resolution; the current owner revokes it, rejoins, and the next rebalance assigns it.
+    """
+    owner = claims.owner_map()
+    claimed = claims.claimed
+    for i, pids in enumerate(result):
+        result[i] = [pid for pid in pids if pid not in claimed or owner.get(pid, -1) == i]
+
+
+class StickyAssignor(_StickyBase):
+    """Eager sticky: previous assignment and generation travel in userData (Java V1 format)."""
+
+    name = "sticky"
+
+    def __init__(self) -> None:
+        self._assigned: list[TopicPartition] | None = None
+        self._generation = NO_GENERATION
+
+    def member_data(self, member: Member) -> StickyMemberData:
+        # Eager members revoke everything before joining, so Java reads ownership from userData only.
+        return decode_sticky_user_data(member.user_data)
+
+    def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
+        self._assigned = list(assignment.partitions)
+        self._generation = generation
+
+    def subscription_user_data(self, topics: Collection[str]) -> bytes | None:
+        if self._assigned is None:
+            return None
+        return encode_sticky_user_data(self._assigned, self._generation)
+
+
+class CooperativeStickyAssignor(_StickyBase):
+    """Cooperative sticky: ownership from the subscription; userData is just the generation."""
+
+    name = "cooperative-sticky"
+    rebalance_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = ("cooperative", "eager")
+    cooperative = True
+
+    def __init__(self) -> None:
+        self._generation = NO_GENERATION
+
+    def member_data(self, member: Member) -> StickyMemberData:
+        if member.generation >= 0:
+            return StickyMemberData(member.owned_partitions, member.generation)
+        return StickyMemberData(member.owned_partitions, decode_cooperative_user_data(member.user_data))
+
+    def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
+        self._generation = generation
+
+    def subscription_user_data(self, topics: Collection[str]) -> bytes:
+        return encode_cooperative_user_data(self._generation)

@@ -1,0 +1,122 @@
+"""The sticky assignors' subscription userData, byte-compatible with Java's.
+
+``sticky`` (StickyAssignor) sends V1: ``previous_assignment: [ {topic: string, partitions: [int32]} ]``
+then ``generation: int32``; V0 is the same without the generation. ``cooperative-sticky`` sends a single
+``int32`` generation. Strings are int16-length-prefixed UTF-8, arrays int32-count-prefixed, all
+big-endian (Kafka's old Struct/Schema encoding). The wire codec in ``staticconsumer`` imports these.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .model import NO_GENERATION, TopicPartition
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class StickyMemberData:
+    """A member's previous assignment and generation as the sticky assignors read it.
+
+    ``generation`` is None when the member sent none (no userData, or V0), matching Java's
+    ``Optional.empty()``; undecodable userData gives no partitions and generation -1, as in Java.
+    """
+
+    partitions: tuple[TopicPartition, ...]
+    generation: int | None
+
+
+def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int | None) -> bytes:
+    """Java StickyAssignor's userData: V1 when ``generation`` is given, else V0.
+
+    Topics appear in first-seen order; Java groups them in a HashMap, so byte order may differ from a
+    Java member's, but both decode to the same assignment.
+    """
+    grouped: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        grouped.setdefault(topic, []).append(partition)
+    chunks = [_I32.pack(len(grouped))]
+    for topic, parts in grouped.items():
+        raw = topic.encode("utf-8")
+        if len(raw) > 0x7FFF:
+            raise ValueError("topic name longer than 32767 UTF-8 bytes")
+        chunks.append(_I16.pack(len(raw)))
+        chunks.append(raw)
+        chunks.append(_I32.pack(len(parts)))
+        chunks.append(struct.pack(f">{len(parts)}i", *parts))
+    if generation is not None:
+        chunks.append(_I32.pack(generation))
+    return b"".join(chunks)
+
+
+class _Truncated(Exception):
+    pass
+
+
+def _read_assignment(data: bytes) -> tuple[list[TopicPartition], int]:
+    """Parse ``previous_assignment``; returns it and the offset after it."""
+    view = memoryview(data)
+    end = len(data)
+
+    def need(offset: int, size: int) -> None:
+        if offset + size > end:
+            raise _Truncated
+
+    need(0, 4)
+    (count,) = _I32.unpack_from(view, 0)
+    if count < 0 or count > end:
+        raise _Truncated
+    off = 4
+    out: list[TopicPartition] = []
+    for _ in range(count):
+        need(off, 2)
+        (length,) = _I16.unpack_from(view, off)
+        off += 2
+        if length < 0:
+            raise _Truncated
+        need(off, length)
+        # Java decodes invalid UTF-8 with replacement characters rather than failing.
+        topic = bytes(view[off : off + length]).decode("utf-8", "replace")
+        off += length
+        need(off, 4)
+        (n,) = _I32.unpack_from(view, off)
+        off += 4
+        if n < 0:
+            raise _Truncated
+        need(off, 4 * n)
+        out.extend((topic, p) for p in struct.unpack_from(f">{n}i", view, off))
+        off += 4 * n
+    return out, off
+
+
+def decode_sticky_user_data(data: bytes | None) -> StickyMemberData:
+    """Read a StickyAssignor member's userData the way Java does: V1, else V0, else nothing."""
+    if not data:
+        return StickyMemberData((), None)
+    try:
+        partitions, off = _read_assignment(data)
+    except _Truncated:
+        return StickyMemberData((), NO_GENERATION)
+    if off + 4 <= len(data):
+        (generation,) = _I32.unpack_from(data, off)
+        return StickyMemberData(tuple(partitions), generation)
+    return StickyMemberData(tuple(partitions), None)
+
+
+def encode_cooperative_user_data(generation: int) -> bytes:
+    """CooperativeStickyAssignor's userData: the generation as one int32."""
+    return _I32.pack(generation)
+
+
+def decode_cooperative_user_data(data: bytes | None) -> int | None:
+    """The generation in a CooperativeStickyAssignor userData; -1 if unreadable, None if absent."""
+    if data is None:
+        return None
+    if len(data) < 4:
+        return NO_GENERATION
+    (generation,) = _I32.unpack_from(data, 0)
+    return int(generation)

@@ -1,0 +1,202 @@
+"""Outputs of the membership state machine: requests to send, callbacks to run, verdicts to report.
+
+Contract for the driver: every Send* action and FindCoordinator must be answered by exactly one
+response event (or RequestFailed) carrying the action's token; every callback action by exactly one
+CallbackFinished with its callback_id; RunAssignor by AssignmentComputed or AssignmentFailed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .types import (
+    GroupProtocol,
+    JoinGroupMember,
+    OffsetAndMetadata,
+    ReleaseReason,
+    RequestToken,
+    TopicPartition,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Action:
+    """Base of every output."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindCoordinator(Action):
+    token: RequestToken
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DisconnectCoordinator(Action):
+    """Forget the coordinator and drop its connection; in-flight requests on it should fail."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendJoinGroup(Action):
+    token: RequestToken
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[GroupProtocol, ...]
+    reason: str
+    request_timeout_ms: int
+    """The broker parks a JoinGroup up to the rebalance timeout, so the usual request timeout is too short."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncAssignment:
+    member_id: str
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendSyncGroup(Action):
+    """Followers and a leader that skips assignment send no assignments."""
+
+    token: RequestToken
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocol_name: str | None
+    assignments: tuple[SyncAssignment, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendHeartbeat(Action):
+    token: RequestToken
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendOffsetCommit(Action):
+    """``commit_id`` is the application's id, or None for a commit the machine made while releasing."""
+
+    token: RequestToken
+    commit_id: int | None
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveGroupIdentity:
+    member_id: str
+    group_instance_id: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendLeaveGroup(Action):
+    """Best effort: never resent, failures only logged. A static member is named by its instance id (v3+)."""
+
+    token: RequestToken
+    members: tuple[LeaveGroupIdentity, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderElected(Action):
+    """We lead ``generation``: watch metadata for ``group_topics`` (every member's topics).
+
+    Emitted whether or not the leader computes, right before RunAssignor or the SkipAssignment
+    SyncGroup, because KIP-814 leaders must still notice partition changes of other members' topics.
+    """
+
+    generation: int
+    member_id: str
+    protocol_name: str | None
+    members: tuple[JoinGroupMember, ...]
+    group_topics: frozenset[str]
+    skip_assignment: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunAssignor(Action):
+    """Compute the assignment for ``members`` and answer with AssignmentComputed(generation=...)."""
+
+    generation: int
+    protocol_name: str | None
+    members: tuple[JoinGroupMember, ...]
+    group_topics: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeadershipGuessed(Action):
+    """Below JoinGroup v9 a returning static leader is told the old leader id (KAFKA-13435).
+
+    The leader id is a member id the broker minted for our own instance id ("<instance id>-<uuid>"),
+    so we almost certainly lead, yet the broker sent us no member list. The driver may take up leader
+    duties (for example DescribeGroups to learn the members, then watch their topics).
+    """
+
+    generation: int
+    member_id: str
+    leader_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopFetching(Action):
+    """Stop fetching every partition now: they are being revoked, are lost, or the member is finished."""
+
+    reason: ReleaseReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionsRevoked(Action):
+    """Run the revoke callback; the member still owns the generation, so commits inside it work."""
+
+    callback_id: int
+    partitions: frozenset[TopicPartition]
+    reason: ReleaseReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionsLost(Action):
+    """Run the lost callback: another member may already own these partitions, so do not commit them."""
+
+    callback_id: int
+    partitions: frozenset[TopicPartition]
+    reason: ReleaseReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionsAssigned(Action):
+    """Run the assigned callback, then fetch ``partitions`` (the whole assignment: eager protocol)."""
+
+    callback_id: int
+    partitions: frozenset[TopicPartition]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitCompleted(Action):
+    """Outcome of a commit: ``error`` None means every offset in ``offsets`` is committed."""
+
+    commit_id: int | None
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    error: Exception | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fatal(Action):
+    """The member is finished: raise ``error`` from the pending call and every later poll and commit."""
+
+    error: Exception
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stopped(Action):
+    """Stop is complete; ``error`` is the fatal error that ended the member earlier, if any."""
+
+    error: Exception | None

@@ -1,0 +1,174 @@
+"""Inputs to the membership state machine.
+
+Every event carries ``now``: monotonic seconds from the driver's clock. The machine never reads a
+clock itself, which is what makes session, heartbeat, max-poll and backoff testable without sleeping.
+Response events carry the RequestToken of the Send* action they answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from staticconsumer.errors import ErrorCode
+
+from .types import (
+    FailureKind,
+    GroupProtocol,
+    JoinGroupMember,
+    OffsetAndMetadata,
+    RequestToken,
+    TopicPartition,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of every input."""
+
+    now: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Start(Event):
+    """Begin membership: find the coordinator and join with ``protocols`` (preference order)."""
+
+    protocols: tuple[GroupProtocol, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tick(Event):
+    """Time passed; the driver sends it at (or after) ``machine.next_deadline()``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindCoordinatorResponse(Event):
+    """Answer to FindCoordinator; on NONE the driver has connected (or is connecting) to ``node_id``."""
+
+    token: RequestToken
+    error_code: int = ErrorCode.NONE
+    node_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoordinatorDisconnected(Event):
+    """The coordinator connection dropped while no request was waiting on it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinGroupResponse(Event):
+    """Answer to a JoinGroup; fields as in the wire message, ``members`` only for the leader."""
+
+    token: RequestToken
+    error_code: int = ErrorCode.NONE
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    member_id: str = ""
+    skip_assignment: bool = False
+    members: tuple[JoinGroupMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncGroupResponse(Event):
+    """Answer to a SyncGroup; ``assignment`` is this member's encoded assignment."""
+
+    token: RequestToken
+    error_code: int = ErrorCode.NONE
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatResponse(Event):
+    token: RequestToken
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitResponse(Event):
+    """Answer to an OffsetCommit: OffsetCommit has only per-partition error codes."""
+
+    token: RequestToken
+    partition_errors: Mapping[TopicPartition, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveGroupResponse(Event):
+    """Answer to a LeaveGroup: top-level code, or the first per-member code when that is NONE."""
+
+    token: RequestToken
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestFailed(Event):
+    """A request sent for a Send* action got no response (connection lost or request timeout)."""
+
+    token: RequestToken
+    kind: FailureKind = FailureKind.DISCONNECTED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssignmentComputed(Event):
+    """The leader's assignor finished for ``generation``: encoded assignment per member id."""
+
+    generation: int
+    assignments: Mapping[str, bytes]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssignmentFailed(Event):
+    """The leader's assignor raised for ``generation``."""
+
+    generation: int
+    error: Exception
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallbackFinished(Event):
+    """A PartitionsRevoked/Assigned/Lost callback returned.
+
+    After a revoke, ``offsets_to_commit`` are committed before the member rejoins or stops (for example
+    the consumed positions when auto-commit is on); they are ignored for the other callbacks.
+    """
+
+    callback_id: int
+    offsets_to_commit: Mapping[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PollCalled(Event):
+    """The application called getone/getmany (resets the max.poll.interval timer)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitRequested(Event):
+    """The application asked to commit; answered by exactly one CommitCompleted with ``commit_id``."""
+
+    commit_id: int
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stop(Event):
+    """Shut down. Static members send LeaveGroup only when ``leave_group`` is True."""
+
+    leave_group: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestRejoin(Event):
+    """Rejoin the group (for example the leader saw a partition count change); ``reason`` goes on the wire."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateProtocols(Event):
+    """This member's subscription changed: join with the new protocol list (and so force a rebalance)."""
+
+    protocols: tuple[GroupProtocol, ...]
+    reason: str

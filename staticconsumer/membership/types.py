@@ -1,0 +1,93 @@
+"""Plain value types shared by the membership events and actions (no wire codec involved)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    """A partition of a topic; a NamedTuple so it compares equal to aiokafka's TopicPartition."""
+
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """What gets committed for one partition: the next offset to consume, plus optional metadata."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProtocol:
+    """One entry of the JoinGroup protocol list: an assignor name and this member's metadata for it."""
+
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupMember:
+    """A member as the JoinGroup response lists it to the leader."""
+
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RequestToken:
+    """Identifies one request and the identity it was sent with.
+
+    The driver copies it from the Send* action into the matching response event, so the machine can
+    apply Kafka's "only if the generation is unchanged" rule and ignore answers to requests it no
+    longer cares about.
+    """
+
+    request_id: int
+    generation: int
+    member_id: str
+
+
+class FailureKind(enum.Enum):
+    """Why a request got no response."""
+
+    DISCONNECTED = "disconnected"
+    TIMED_OUT = "timed out"
+
+
+class MemberState(enum.Enum):
+    """Where the member stands: Java's MemberState phases, plus the lifecycle around them."""
+
+    NOT_STARTED = "not started"
+    UNJOINED = "unjoined"
+    PREPARING_REBALANCE = "preparing rebalance"
+    COMPLETING_REBALANCE = "completing rebalance"
+    STABLE = "stable"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FENCED = "fenced"
+    FAILED = "failed"
+
+
+class ReleaseReason(enum.Enum):
+    """Why partitions are being given up, so callbacks and logs can say it."""
+
+    REBALANCE = "rebalance"
+    STOP = "stop"
+    MEMBERSHIP_LOST = "membership lost"
+    POLL_TIMEOUT = "poll timeout"
+    FENCED = "fenced"
+    FATAL = "fatal error"
+
+
+NO_GENERATION = -1
+"""Kafka's generation id for "not in a generation" (OffsetCommitRequest.DEFAULT_GENERATION_ID)."""
+
+NO_MEMBER_ID = ""
+"""Kafka's member id for "the coordinator has not given us one yet"."""

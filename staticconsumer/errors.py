@@ -9,6 +9,8 @@ can ``except`` precisely; each exposes ``code`` and ``retriable``.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 
@@ -65,6 +67,33 @@ class InvalidGroupInstanceIdError(ConfigurationError):
         self.instance_id = instance_id
         self.reason = reason
         super().__init__(f"invalid group.instance.id {instance_id!r}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class SettingProblem:
+    """One thing wrong with the configuration, phrased so the operator can fix it without reading code.
+
+    ``name`` is what the operator wrote (an environment variable or a keyword argument), ``value`` is the
+    value as shown to humans (already masked as ``***`` for secrets) and ``allowed`` says what would work.
+    """
+
+    name: str
+    value: str
+    allowed: str
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value}: {self.allowed}"
+
+
+class SettingsError(ConfigurationError):
+    """Every problem found in one pass, so a bad deployment is fixed in one round trip, not one per crash."""
+
+    def __init__(self, problems: Sequence[SettingProblem]) -> None:
+        self.problems = tuple(problems)
+        count = len(self.problems)
+        listing = "\n".join(f"  - {problem}" for problem in self.problems)
+        plural = "" if count == 1 else "s"
+        super().__init__(f"{count} configuration problem{plural} (nothing was sent to Kafka):\n{listing}")
 
 
 class ProtocolError(StaticConsumerError):

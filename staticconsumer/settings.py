@@ -1,0 +1,896 @@
+"""Every consumer setting in one typed, frozen object, read from the environment and checked up front.
+
+Deployments (Kubernetes StatefulSets above all) configure consumers through environment variables, and a
+typo or a bad number there otherwise surfaces minutes later as a fencing storm or a broker rejection.
+So :class:`Settings` validates everything before any connection and reports *every* problem at once in a
+:class:`~staticconsumer.errors.SettingsError`, naming the variable, its value (secrets masked) and what
+is allowed.
+
+Each field has one Kafka property name in :data:`SETTINGS`; the environment variable is derived from it
+(prefix + property upper-cased, dots and dashes to underscores: ``group.instance.id`` ->
+``KAFKA_GROUP_INSTANCE_ID``), and the table in ``docs/configuration.md`` is generated from the same data
+(``python -m staticconsumer.settings --markdown``), so docs and code cannot drift apart unnoticed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hmac
+import os
+import re
+import ssl
+import sys
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from staticconsumer.errors import InvalidGroupInstanceIdError, SettingProblem, SettingsError
+from staticconsumer.membership.config import MAX_GROUP_INSTANCE_ID_LENGTH, validate_group_instance_id
+
+DEFAULT_PREFIX: Final = "KAFKA_"
+
+MIN_SESSION_TIMEOUT_MS: Final = 6_000
+"""Brokers' default group.min.session.timeout.ms: a JoinGroup with less fails INVALID_SESSION_TIMEOUT."""
+
+MAX_SESSION_TIMEOUT_MS: Final = 1_800_000
+"""Brokers' default group.max.session.timeout.ms (30 minutes)."""
+
+MAX_INT32: Final = 2_147_483_647
+"""Kafka's numeric settings are Java ints; anything larger cannot be sent on the wire."""
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+AutoOffsetReset = Literal["earliest", "latest", "none"]
+IsolationLevel = Literal["read_uncommitted", "read_committed"]
+
+SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+AUTO_OFFSET_RESETS: Final = ("earliest", "latest", "none")
+ISOLATION_LEVELS: Final = ("read_uncommitted", "read_committed")
+ASSIGNOR_NAMES: Final = ("range", "roundrobin", "sticky", "cooperative-sticky")
+"""Protocol names sent in JoinGroup; Java and Python members of one group must share at least one."""
+
+_SASL_PROTOCOLS: Final = ("SASL_PLAINTEXT", "SASL_SSL")
+_TLS_PROTOCOLS: Final = ("SSL", "SASL_SSL")
+
+TYPO_SIMILARITY: Final = 0.81
+"""How close an unknown variable must be to a known one to count as a typo rather than someone else's.
+
+Chosen so ``KAFKA_SASL_USER`` or ``KAFKA_GROUP_INSTANCEID`` are caught while the variables Kubernetes
+injects for a Service named ``kafka`` (``KAFKA_PORT``, ``KAFKA_SERVICE_HOST``...) and the broker image's
+own (``KAFKA_HEAP_OPTS``, ``KAFKA_JMX_PORT``) are left alone.
+"""
+
+_SECRET_LOOKING = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY", re.IGNORECASE)
+"""Unknown variables whose names look like this have their values masked too: a typo of a secret is one."""
+
+MASK: Final = "***"
+
+
+class Secret:
+    """A string that never shows itself: repr, str and f-strings print ``***``.
+
+    The value comes out only through :meth:`reveal`, so leaking it takes a deliberate, greppable call.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The real value, for handing to the Kafka client and nothing else."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return MASK
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Secret):
+            return NotImplemented
+        return hmac.compare_digest(self._value.encode(), other._value.encode())
+
+    def __hash__(self) -> int:
+        return hash((Secret, self._value))
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
+Kind = Literal["string", "optional_string", "int", "bool", "list", "choice", "secret"]
+
+
+@dataclass(frozen=True, slots=True)
+class SettingSpec:
+    """How one field is named in Kafka, parsed from text, documented and bounded."""
+
+    field: str
+    kafka_property: str
+    kind: Kind
+    description: str
+    choices: tuple[str, ...] = ()
+    minimum: int = 0
+    maximum: int = MAX_INT32
+
+    def env_var(self, prefix: str = DEFAULT_PREFIX) -> str:
+        """The environment variable: Kafka's convention of upper case with dots and dashes as underscores."""
+        return prefix + self.kafka_property.upper().replace(".", "_").replace("-", "_")
+
+    @property
+    def secret(self) -> bool:
+        return self.kind == "secret"
+
+    def allowed(self) -> str:
+        """What a valid value looks like, for error messages and the docs table."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.kind == "int":
+            return f"an integer from {self.minimum} to {self.maximum}"
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "list":
+            if self.choices:
+                return "comma-separated, from " + ", ".join(self.choices)
+            return "comma-separated host:port list"
+        if self.kind == "secret":
+            return "any string (kept secret)"
+        if self.kind == "string":
+            return "a non-empty string"
+        return "any string; empty means unset"
+
+
+SETTINGS: Final[tuple[SettingSpec, ...]] = (
+    SettingSpec(
+        "bootstrap_servers", "bootstrap.servers", "list", "Brokers to fetch cluster metadata from. Required."
+    ),
+    SettingSpec("group_id", "group.id", "string", "The consumer group. Required."),
+    SettingSpec(
+        "group_instance_id",
+        "group.instance.id",
+        "optional_string",
+        "Static member id; unset means dynamic membership. Must be unique in the group and stable across "
+        "restarts: use the StatefulSet pod name. At most 249 of a-z A-Z 0-9 . _ -, not '.' or '..'.",
+    ),
+    SettingSpec(
+        "client_id",
+        "client.id",
+        "optional_string",
+        "Name in broker logs and quotas. Unset: consumer-<group.id>-<group.instance.id> "
+        "(consumer-<group.id> for dynamic members), as the Java client does.",
+    ),
+    SettingSpec(
+        "client_rack", "client.rack", "optional_string", "Rack of this consumer, for rack-aware assignment."
+    ),
+    SettingSpec(
+        "session_timeout_ms",
+        "session.timeout.ms",
+        "int",
+        "How long the broker waits without heartbeats before removing the member (and, for static members, "
+        "how long a restart may take without a rebalance). Brokers accept 6000 to 1800000 by default.",
+        minimum=MIN_SESSION_TIMEOUT_MS,
+        maximum=MAX_SESSION_TIMEOUT_MS,
+    ),
+    SettingSpec(
+        "heartbeat_interval_ms",
+        "heartbeat.interval.ms",
+        "int",
+        "Time between heartbeats. Must be below a third of session.timeout.ms.",
+        minimum=1,
+    ),
+    SettingSpec(
+        "max_poll_interval_ms",
+        "max.poll.interval.ms",
+        "int",
+        "Longest allowed gap between polls; also the rebalance timeout sent in JoinGroup.",
+        minimum=1,
+    ),
+    SettingSpec(
+        "assignors",
+        "partition.assignment.strategy",
+        "list",
+        "Assignor protocol names in order of preference (protocol names, not Java class names).",
+        choices=ASSIGNOR_NAMES,
+    ),
+    SettingSpec(
+        "enable_auto_commit", "enable.auto.commit", "bool", "Commit consumed offsets in the background."
+    ),
+    SettingSpec(
+        "auto_commit_interval_ms",
+        "auto.commit.interval.ms",
+        "int",
+        "Time between background commits.",
+        minimum=1,
+    ),
+    SettingSpec(
+        "auto_offset_reset",
+        "auto.offset.reset",
+        "choice",
+        "Where to start when the group has no committed offset (none: fail instead).",
+        choices=AUTO_OFFSET_RESETS,
+    ),
+    SettingSpec(
+        "isolation_level",
+        "isolation.level",
+        "choice",
+        "read_committed hides records of aborted and open transactions.",
+        choices=ISOLATION_LEVELS,
+    ),
+    SettingSpec("fetch_min_bytes", "fetch.min.bytes", "int", "Bytes a fetch waits for.", minimum=0),
+    SettingSpec("fetch_max_bytes", "fetch.max.bytes", "int", "Upper bound of one fetch response.", minimum=0),
+    SettingSpec(
+        "max_partition_fetch_bytes",
+        "max.partition.fetch.bytes",
+        "int",
+        "Upper bound of data per partition in one fetch.",
+        minimum=0,
+    ),
+    SettingSpec(
+        "fetch_max_wait_ms",
+        "fetch.max.wait.ms",
+        "int",
+        "How long a fetch waits for fetch.min.bytes.",
+        minimum=0,
+    ),
+    SettingSpec("max_poll_records", "max.poll.records", "int", "Most records one poll returns.", minimum=1),
+    SettingSpec(
+        "retry_backoff_ms", "retry.backoff.ms", "int", "First wait before retrying a request.", minimum=0
+    ),
+    SettingSpec(
+        "retry_backoff_max_ms",
+        "retry.backoff.max.ms",
+        "int",
+        "Longest wait between retries as the backoff grows.",
+        minimum=0,
+    ),
+    SettingSpec(
+        "request_timeout_ms", "request.timeout.ms", "int", "How long to wait for a response.", minimum=1
+    ),
+    SettingSpec(
+        "metadata_max_age_ms",
+        "metadata.max.age.ms",
+        "int",
+        "Refresh cluster metadata at least this often, to notice new partitions.",
+        minimum=0,
+    ),
+    SettingSpec(
+        "security_protocol",
+        "security.protocol",
+        "choice",
+        "How to talk to brokers.",
+        choices=SECURITY_PROTOCOLS,
+    ),
+    SettingSpec(
+        "sasl_mechanism",
+        "sasl.mechanism",
+        "choice",
+        "SASL mechanism, used with SASL_PLAINTEXT and SASL_SSL.",
+        choices=SASL_MECHANISMS,
+    ),
+    SettingSpec("sasl_username", "sasl.username", "optional_string", "SASL user; required with SASL_*."),
+    SettingSpec("sasl_password", "sasl.password", "secret", "SASL password; required with SASL_*."),
+    SettingSpec(
+        "ssl_ca_location",
+        "ssl.ca.location",
+        "optional_string",
+        "PEM file of CAs that sign the brokers' certificates; unset uses the system CAs.",
+    ),
+    SettingSpec(
+        "ssl_certificate_location",
+        "ssl.certificate.location",
+        "optional_string",
+        "PEM client certificate for mutual TLS; needs ssl.key.location.",
+    ),
+    SettingSpec(
+        "ssl_key_location",
+        "ssl.key.location",
+        "optional_string",
+        "PEM private key of the client certificate; needs ssl.certificate.location.",
+    ),
+    SettingSpec(
+        "ssl_key_password", "ssl.key.password", "secret", "Password of an encrypted ssl.key.location."
+    ),
+)
+"""The one table of Kafka property names. Field order here is the order of docs and error listings."""
+
+SPEC_BY_FIELD: Final[Mapping[str, SettingSpec]] = {spec.field: spec for spec in SETTINGS}
+
+_TLS_FILE_FIELDS: Final = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location")
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a consumer needs to know before connecting; invalid values never make an instance.
+
+    Defaults are the Java client's, except ``bootstrap_servers`` and ``group_id`` which have none. Times
+    are in milliseconds, like Kafka's settings, so values copy across from a Java configuration.
+    """
+
+    bootstrap_servers: tuple[str, ...] = ()
+    group_id: str = ""
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    client_rack: str | None = None
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    max_poll_interval_ms: int = 300_000
+    assignors: tuple[str, ...] = ("range", "cooperative-sticky")
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    auto_offset_reset: AutoOffsetReset = "latest"
+    isolation_level: IsolationLevel = "read_uncommitted"
+    fetch_min_bytes: int = 1
+    fetch_max_bytes: int = 52_428_800
+    max_partition_fetch_bytes: int = 1_048_576
+    fetch_max_wait_ms: int = 500
+    max_poll_records: int = 500
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
+    request_timeout_ms: int = 30_000
+    metadata_max_age_ms: int = 300_000
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: Secret | None = None
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: Secret | None = None
+
+    def __post_init__(self) -> None:
+        values = {spec.field: getattr(self, spec.field) for spec in SETTINGS}
+        labels = _Labels.for_fields(values)
+        problems = _check_fields(values, labels) + _check_combinations(values, labels)
+        if problems:
+            raise SettingsError(problems)
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        ignore: Collection[str] = (),
+        **overrides: Any,
+    ) -> Settings:
+        """Read ``<prefix><PROPERTY>`` variables, let keyword arguments (field names) win, validate it all.
+
+        ``ignore`` names variables under the prefix that belong to something else and merely look like a
+        typo of ours. Raises :class:`SettingsError` listing every problem found.
+        """
+        return _from_env(os.environ if environ is None else environ, prefix, ignore, overrides)
+
+    @property
+    def is_static(self) -> bool:
+        """Whether this consumer is a static member (has a group.instance.id)."""
+        return self.group_instance_id is not None
+
+    @property
+    def effective_client_id(self) -> str:
+        """client.id as sent: the configured one, else the Java client's default for this membership."""
+        if self.client_id:
+            return self.client_id
+        if self.group_instance_id is not None:
+            return f"consumer-{self.group_id}-{self.group_instance_id}"
+        return f"consumer-{self.group_id}"
+
+    def for_worker(self, index: int) -> Settings:
+        """Settings for the ``index``-th of several consumers in one process, each with its own instance id.
+
+        Two consumers sharing an instance id fence each other in turn for as long as both run, so every
+        worker gets ``<instance id>-w<index>``. Dynamic members need no distinct id and are returned as is.
+        """
+        if self.group_instance_id is None:
+            return self
+        return msgspec.structs.replace(self, group_instance_id=instance_id_for(self.group_instance_id, index))
+
+    def loggable_properties(self) -> dict[str, str]:
+        """Every setting by Kafka property name, secrets masked: what to log at startup, as Java does."""
+        return {spec.kafka_property: _show_default(getattr(self, spec.field), spec) for spec in SETTINGS}
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context built from the ssl.* files, or None when the security protocol uses no TLS."""
+        if self.security_protocol not in _TLS_PROTOCOLS:
+            return None
+        context = ssl.create_default_context(cafile=self.ssl_ca_location)
+        if self.ssl_certificate_location is not None and self.ssl_key_location is not None:
+            password = None if self.ssl_key_password is None else self.ssl_key_password.reveal()
+            context.load_cert_chain(self.ssl_certificate_location, self.ssl_key_location, password)
+        return context
+
+    def aiokafka_client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``aiokafka.AIOKafkaClient``: connection, security and metadata only.
+
+        The result holds the revealed SASL password (aiokafka needs it); never log it.
+        """
+        kwargs: dict[str, Any] = {
+            "bootstrap_servers": list(self.bootstrap_servers),
+            "client_id": self.effective_client_id,
+            "metadata_max_age_ms": self.metadata_max_age_ms,
+            "request_timeout_ms": self.request_timeout_ms,
+            "retry_backoff_ms": self.retry_backoff_ms,
+            "security_protocol": self.security_protocol,
+            "ssl_context": self.ssl_context(),
+        }
+        if self.security_protocol in _SASL_PROTOCOLS:
+            kwargs["sasl_mechanism"] = self.sasl_mechanism
+            kwargs["sasl_plain_username"] = self.sasl_username
+            kwargs["sasl_plain_password"] = (
+                None if self.sasl_password is None else self.sasl_password.reveal()
+            )
+        return kwargs
+
+    def aiokafka_consumer_kwargs(self, assignor_for: Callable[[str], object] | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``aiokafka.AIOKafkaConsumer``, including the client's.
+
+        aiokafka wants assignor objects, not names, and knows no cooperative-sticky, so the caller maps
+        each protocol name with ``assignor_for``; without it ``partition_assignment_strategy`` is left out.
+        The rebalance timeout is max.poll.interval.ms, as in the Java client.
+        """
+        kwargs = self.aiokafka_client_kwargs()
+        kwargs.update(
+            group_id=self.group_id,
+            group_instance_id=self.group_instance_id,
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            max_poll_interval_ms=self.max_poll_interval_ms,
+            rebalance_timeout_ms=self.max_poll_interval_ms,
+            enable_auto_commit=self.enable_auto_commit,
+            auto_commit_interval_ms=self.auto_commit_interval_ms,
+            auto_offset_reset=self.auto_offset_reset,
+            isolation_level=self.isolation_level,
+            fetch_min_bytes=self.fetch_min_bytes,
+            fetch_max_bytes=self.fetch_max_bytes,
+            max_partition_fetch_bytes=self.max_partition_fetch_bytes,
+            fetch_max_wait_ms=self.fetch_max_wait_ms,
+            max_poll_records=self.max_poll_records,
+            client_rack=self.client_rack,
+        )
+        if assignor_for is not None:
+            kwargs["partition_assignment_strategy"] = tuple(assignor_for(name) for name in self.assignors)
+        return kwargs
+
+
+DEFAULTS: Final[Mapping[str, object]] = {
+    field.name: field.default for field in msgspec.structs.fields(Settings)
+}
+"""Each field's default, read from the struct itself so docs and errors can never disagree with it."""
+
+
+def instance_id_for(base: str, index: int) -> str:
+    """A distinct, valid group.instance.id for worker ``index`` of a process whose own id is ``base``.
+
+    ``instance_id_for("orders-0", 1) == "orders-0-w1"``. Stable across restarts as long as the worker
+    count is, which is what keeps static membership free of rebalances.
+    """
+    if index < 0:
+        raise InvalidGroupInstanceIdError(f"{base}-w{index}", "the worker index must not be negative")
+    derived = f"{base}-w{index}"
+    if len(derived) > MAX_GROUP_INSTANCE_ID_LENGTH:
+        raise InvalidGroupInstanceIdError(
+            derived,
+            f"it is {len(derived)} characters long; the limit is {MAX_GROUP_INSTANCE_ID_LENGTH}, "
+            f"so the base id must leave room for the '-w{index}' suffix",
+        )
+    validate_group_instance_id(derived)
+    return derived
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+
+
+class _Unparsable(Exception):
+    """A raw value that cannot become the field's type; carries what would have been accepted."""
+
+    def __init__(self, allowed: str) -> None:
+        super().__init__(allowed)
+        self.allowed = allowed
+
+
+_TRUE: Final = frozenset({"true", "1", "yes", "on"})
+_FALSE: Final = frozenset({"false", "0", "no", "off"})
+
+
+def _parse_text(raw: str, spec: SettingSpec) -> object:
+    """Turn an environment string into the field's Python value."""
+    text = raw.strip()
+    if spec.kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise _Unparsable(f"not a number; expected {spec.allowed()}") from None
+    if spec.kind == "bool":
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise _Unparsable("not a boolean; expected true or false (also 1/0, yes/no, on/off)")
+    if spec.kind == "list":
+        return tuple(item.strip() for item in text.split(",") if item.strip())
+    if spec.kind == "secret":
+        return Secret(raw)
+    if spec.kind == "choice":
+        return text
+    return raw if spec.field == "group_instance_id" else text
+
+
+def _coerce_override(value: object, spec: SettingSpec) -> object:
+    """Accept a keyword argument in its natural Python type, or as text parsed like the environment."""
+    if isinstance(value, str):
+        return _parse_text(value, spec)
+    if value is None:
+        if spec.kind in ("optional_string", "secret"):
+            return None
+        raise _Unparsable(f"None is not allowed; expected {spec.allowed()}")
+    if spec.kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if spec.kind == "bool" and isinstance(value, bool):
+        return value
+    if spec.kind == "list" and isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if spec.kind == "secret" and isinstance(value, Secret):
+        return value
+    raise _Unparsable(f"wrong type {type(value).__name__}; expected {spec.allowed()}")
+
+
+def _show(value: object, spec: SettingSpec | None) -> str:
+    """A value as error messages show it: quoted text, bare numbers, secrets masked."""
+    if (spec is not None and spec.secret) or isinstance(value, Secret):
+        return MASK
+    if isinstance(value, tuple):
+        return repr(",".join(str(item) for item in value))
+    return repr(value)
+
+
+def _show_default(value: object, spec: SettingSpec) -> str:
+    """A value as the docs and startup logs show it: unquoted, lists comma-joined, secrets masked."""
+    if value is None:
+        return "(unset)"
+    if spec.secret:
+        return MASK
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value) if value else "(none)"
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Labels:
+    """For each field, the name the operator used and the value to show, so errors point at their input."""
+
+    names: Mapping[str, str]
+    shown: Mapping[str, str]
+
+    @classmethod
+    def for_fields(cls, values: Mapping[str, object]) -> _Labels:
+        return cls(
+            names={field: field for field in values},
+            shown={field: _show(value, SPEC_BY_FIELD[field]) for field, value in values.items()},
+        )
+
+    def problem(self, field: str, allowed: str) -> SettingProblem:
+        return SettingProblem(self.names[field], self.shown[field], allowed)
+
+
+def _from_env(
+    environ: Mapping[str, str], prefix: str, ignore: Collection[str], overrides: Mapping[str, object]
+) -> Settings:
+    problems: list[SettingProblem] = []
+    values: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    shown: dict[str, str] = {}
+    for spec in SETTINGS:
+        variable = spec.env_var(prefix)
+        if spec.field in overrides:
+            raw: object = overrides[spec.field]
+            names[spec.field] = f"{spec.field} (keyword argument)"
+            shown[spec.field] = _show(raw, spec)
+            parse: Callable[[Any, SettingSpec], object] = _coerce_override
+        elif variable in environ and (environ[variable].strip() != "" or spec.field == "group_instance_id"):
+            raw = environ[variable]
+            names[spec.field] = variable
+            shown[spec.field] = _show(raw, spec)
+            parse = _parse_text
+        else:
+            default = DEFAULTS[spec.field]
+            unset = default in ("", (), None)
+            names[spec.field] = variable if unset else f"{variable} (default)"
+            shown[spec.field] = "(unset)" if unset else _show_default(default, spec)
+            values[spec.field] = default
+            continue
+        try:
+            values[spec.field] = parse(raw, spec)
+        except _Unparsable as bad:
+            problems.append(SettingProblem(names[spec.field], shown[spec.field], bad.allowed))
+
+    labels = _Labels(names, shown)
+    problems.extend(_check_fields(values, labels))
+    problems.extend(_check_combinations(values, labels))
+    problems.extend(_unknown_keywords(overrides))
+    problems.extend(_typos(environ, prefix, ignore))
+    if problems:
+        raise SettingsError(_sorted_by_field(problems, names))
+    return Settings(**values)
+
+
+def _sorted_by_field(problems: list[SettingProblem], names: Mapping[str, str]) -> list[SettingProblem]:
+    """Problems in table order (then unknown names), whatever order the checks found them in."""
+    position = {name: index for index, name in enumerate(names.values())}
+    return sorted(problems, key=lambda problem: position.get(problem.name, len(position)))
+
+
+def _unknown_keywords(overrides: Mapping[str, object]) -> list[SettingProblem]:
+    problems = []
+    for keyword in overrides:
+        if keyword in SPEC_BY_FIELD:
+            continue
+        close = difflib.get_close_matches(keyword, list(SPEC_BY_FIELD), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        secretish = _SECRET_LOOKING.search(keyword) or (close and SPEC_BY_FIELD[close[0]].secret)
+        value = MASK if secretish else _show(overrides[keyword], None)
+        problems.append(SettingProblem(f"{keyword} (keyword argument)", value, f"not a setting{hint}"))
+    return problems
+
+
+def _typos(environ: Mapping[str, str], prefix: str, ignore: Collection[str]) -> list[SettingProblem]:
+    """Variables under the prefix that are not ours but nearly are: almost certainly misspelt."""
+    known = {spec.env_var(prefix)[len(prefix) :]: spec for spec in SETTINGS}
+    problems = []
+    for variable in sorted(environ):
+        if not variable.startswith(prefix) or variable in ignore:
+            continue
+        suffix = variable[len(prefix) :]
+        if suffix in known:
+            continue
+        close = difflib.get_close_matches(suffix, list(known), n=1, cutoff=TYPO_SIMILARITY)
+        if not close:
+            continue
+        meant = known[close[0]]
+        value = MASK if meant.secret or _SECRET_LOOKING.search(suffix) else repr(environ[variable])
+        problems.append(
+            SettingProblem(
+                variable,
+                value,
+                f"unknown variable; did you mean {meant.env_var(prefix)}? "
+                f"(pass ignore={{{variable!r}}} if it belongs to something else)",
+            )
+        )
+    return problems
+
+
+# --- validation --------------------------------------------------------------------------------------
+
+
+def _check_fields(values: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
+    """Rules about one field at a time; fields that failed to parse are absent and skipped."""
+    problems: list[SettingProblem] = []
+    for spec in SETTINGS:
+        if spec.field not in values:
+            continue
+        value = values[spec.field]
+        allowed = _field_problem(spec, value)
+        if allowed is not None:
+            problems.append(labels.problem(spec.field, allowed))
+    return problems
+
+
+def _field_problem(spec: SettingSpec, value: object) -> str | None:
+    """What is wrong with ``value`` for ``spec``, or None when it is fine."""
+    if spec.kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"wrong type; expected {spec.allowed()}"
+        if spec.minimum <= value <= spec.maximum:
+            return None
+        if spec.field == "session_timeout_ms":
+            return (
+                f"brokers reject session timeouts outside {spec.minimum} to {spec.maximum} ms "
+                "by default (group.min/max.session.timeout.ms)"
+            )
+        if value > spec.maximum:
+            return f"too large; expected {spec.allowed()}"
+        what = "negative" if value < 0 else "zero" if value == 0 else "too small"
+        return f"{what}; expected {spec.allowed()}"
+    if spec.kind == "bool":
+        return None if isinstance(value, bool) else "wrong type; expected true or false"
+    if spec.kind == "choice":
+        if value in spec.choices:
+            return None
+        return spec.allowed() + _suggestion(value, spec.choices)
+    if spec.kind == "list":
+        return _list_problem(spec, value)
+    if spec.kind == "secret":
+        return None if value is None or isinstance(value, Secret) else "wrong type; expected a Secret"
+    if spec.field == "group_instance_id":
+        return _instance_id_problem(value)
+    if spec.kind == "string":
+        if not isinstance(value, str) or not value.strip():
+            return "required; set it to a non-empty string"
+        return None
+    return None if value is None or isinstance(value, str) else "wrong type; expected a string or None"
+
+
+def _suggestion(value: object, choices: Sequence[str]) -> str:
+    if not isinstance(value, str):
+        return ""
+    lowered = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]}?)" if close else ""
+
+
+def _list_problem(spec: SettingSpec, value: object) -> str | None:
+    if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
+        return f"wrong type; expected {spec.allowed()}"
+    if not value:
+        return f"required; expected {spec.allowed()}"
+    if spec.field == "assignors":
+        unknown = [name for name in value if name not in ASSIGNOR_NAMES]
+        if unknown:
+            hints = "".join(_suggestion(name, ASSIGNOR_NAMES) for name in unknown)
+            return f"unknown assignor {', '.join(unknown)}{hints}; expected {spec.allowed()}"
+        if len(set(value)) != len(value):
+            return "an assignor is listed twice; list each once, in order of preference"
+        return None
+    bad = [server for server in value if _host_port_problem(server)]
+    if bad:
+        return f"{', '.join(repr(server) for server in bad)}: expected host:port with a port from 1 to 65535"
+    return None
+
+
+def _host_port_problem(server: str) -> bool:
+    host, colon, port = server.rpartition(":")
+    if not colon or not host.strip("[]") or not port.isdigit():
+        return True
+    return not 1 <= int(port) <= 65535
+
+
+def _instance_id_problem(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return "wrong type; expected a string or None"
+    if value == "":
+        return (
+            "empty; a static member needs a non-empty id (unset the variable for dynamic membership; "
+            "in a StatefulSet use the pod name)"
+        )
+    try:
+        validate_group_instance_id(value)
+    except InvalidGroupInstanceIdError as invalid:
+        return invalid.reason
+    return None
+
+
+def _check_combinations(values: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
+    """Rules between fields; each runs only when the fields it needs parsed and are individually valid."""
+    valid = {
+        field: value for field, value in values.items() if _field_problem(SPEC_BY_FIELD[field], value) is None
+    }
+    problems: list[SettingProblem] = []
+    session, heartbeat = valid.get("session_timeout_ms"), valid.get("heartbeat_interval_ms")
+    if isinstance(session, int) and isinstance(heartbeat, int) and heartbeat * 3 >= session:
+        problems.append(
+            labels.problem(
+                "heartbeat_interval_ms",
+                f"must be below a third of session.timeout.ms ({session}), i.e. at most "
+                f"{(session - 1) // 3}, so that a member survives two lost heartbeats",
+            )
+        )
+    protocol = valid.get("security_protocol")
+    if isinstance(protocol, str):
+        problems.extend(_security_problems(protocol, valid, labels))
+    return problems
+
+
+def _security_problems(protocol: str, valid: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
+    problems: list[SettingProblem] = []
+    uses_sasl = protocol in _SASL_PROTOCOLS
+    for field in ("sasl_username", "sasl_password"):
+        present = bool(valid.get(field))
+        if uses_sasl and not present and field in valid:
+            mechanism = valid.get("sasl_mechanism", "the SASL mechanism")
+            problems.append(labels.problem(field, f"required: {protocol} with {mechanism} needs credentials"))
+        if not uses_sasl and present:
+            problems.append(
+                labels.problem(
+                    field, f"ignored with security.protocol {protocol}; use SASL_SSL or SASL_PLAINTEXT"
+                )
+            )
+    uses_tls = protocol in _TLS_PROTOCOLS
+    for field in (*_TLS_FILE_FIELDS, "ssl_key_password"):
+        value = valid.get(field)
+        if not value:
+            continue
+        if not uses_tls:
+            problems.append(
+                labels.problem(field, f"ignored with security.protocol {protocol}; use SSL or SASL_SSL")
+            )
+        elif field in _TLS_FILE_FIELDS and isinstance(value, str) and not Path(value).is_file():
+            problems.append(labels.problem(field, "no such file (is the Secret mounted at this path?)"))
+    if uses_tls:
+        certificate, key = valid.get("ssl_certificate_location"), valid.get("ssl_key_location")
+        if bool(certificate) != bool(key):
+            missing = "ssl.key.location" if certificate else "ssl.certificate.location"
+            given = "ssl_certificate_location" if certificate else "ssl_key_location"
+            problems.append(labels.problem(given, f"mutual TLS needs both files; {missing} is unset"))
+        if valid.get("ssl_key_password") and not key:
+            problems.append(labels.problem("ssl_key_password", "set but ssl.key.location is unset"))
+    return problems
+
+
+# --- documentation -----------------------------------------------------------------------------------
+
+TABLE_BEGIN: Final = "<!-- BEGIN GENERATED settings table: python -m staticconsumer.settings --write-doc -->"
+TABLE_END: Final = "<!-- END GENERATED settings table -->"
+
+
+def markdown_table(prefix: str = DEFAULT_PREFIX) -> str:
+    """The environment variable table of docs/configuration.md, straight from :data:`SETTINGS`."""
+    rows = [
+        "| Variable | Kafka property | Default | Allowed | What it does |",
+        "|---|---|---|---|---|",
+    ]
+    for spec in SETTINGS:
+        default = DEFAULTS[spec.field]
+        shown = "(required)" if default in ("", ()) else _show_default(default, spec)
+        cells = (
+            f"`{spec.env_var(prefix)}`",
+            f"`{spec.kafka_property}`",
+            f"`{shown}`",
+            spec.allowed(),
+            spec.description,
+        )
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def replace_generated_table(document: str, table: str) -> str:
+    """``document`` with the text between the table markers replaced by ``table``."""
+    before, begin, rest = document.partition(TABLE_BEGIN)
+    _, end, after = rest.partition(TABLE_END)
+    if not begin or not end:
+        raise ValueError(f"the document lacks the markers {TABLE_BEGIN!r} ... {TABLE_END!r}")
+    return f"{before}{TABLE_BEGIN}\n{table}{TABLE_END}{after}"
+
+
+def generated_table_in(document: str) -> str:
+    """The text currently between the table markers of ``document``."""
+    _, begin, rest = document.partition(TABLE_BEGIN + "\n")
+    table, end, _ = rest.partition(TABLE_END)
+    if not begin or not end:
+        raise ValueError(f"the document lacks the markers {TABLE_BEGIN!r} ... {TABLE_END!r}")
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the docs table, rewrite it in a document, or check the current environment."""
+    parser = argparse.ArgumentParser(prog="python -m staticconsumer.settings", description=main.__doc__)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--markdown", action="store_true", help="print the environment variable table")
+    action.add_argument("--write-doc", metavar="PATH", help="replace the generated table inside PATH")
+    action.add_argument("--check", action="store_true", help="validate this environment and print the result")
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX)
+    args = parser.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(markdown_table(args.prefix))
+        return 0
+    if args.write_doc:
+        path = Path(args.write_doc)
+        path.write_text(replace_generated_table(path.read_text(), markdown_table(args.prefix)))
+        return 0
+    try:
+        settings = Settings.from_env(prefix=args.prefix)
+    except SettingsError as error:
+        print(error, file=sys.stderr)
+        return 2
+    for name, value in settings.loggable_properties().items():
+        print(f"{name}={value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -396,10 +396,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         """The TLS context built from the ssl.* files, or None when the security protocol uses no TLS."""
         if self.security_protocol not in _TLS_PROTOCOLS:
             return None
-        context = ssl.create_default_context(cafile=self.ssl_ca_location)
+        context = _trusting(self.ssl_ca_location)
         if self.ssl_certificate_location is not None and self.ssl_key_location is not None:
-            password = None if self.ssl_key_password is None else self.ssl_key_password.reveal()
-            context.load_cert_chain(self.ssl_certificate_location, self.ssl_key_location, password)
+            _present_certificate(
+                context, self.ssl_certificate_location, self.ssl_key_location, self.ssl_key_password
+            )
         return context
 
     def aiokafka_client_kwargs(self) -> dict[str, Any]:
@@ -459,6 +460,23 @@ DEFAULTS: Final[Mapping[str, object]] = {
     field.name: field.default for field in msgspec.structs.fields(Settings)
 }
 """Each field's default, read from the struct itself so docs and errors can never disagree with it."""
+
+
+def _trusting(ca_location: str | None) -> ssl.SSLContext:
+    """A context that verifies brokers (and their host names) against these CAs, or the system's."""
+    return ssl.create_default_context(cafile=ca_location)
+
+
+def _present_certificate(
+    context: ssl.SSLContext, certificate: str, key: str, key_password: Secret | None
+) -> None:
+    """Load the client certificate for mutual TLS.
+
+    The password is always given as a callable so that an encrypted key without a password fails at
+    once instead of OpenSSL prompting on a terminal that a pod does not have.
+    """
+    password = "" if key_password is None else key_password.reveal()
+    context.load_cert_chain(certificate, key, lambda: password)
 
 
 def instance_id_for(base: str, index: int) -> str:
@@ -819,7 +837,32 @@ def _security_problems(protocol: str, valid: Mapping[str, object], labels: _Labe
             problems.append(labels.problem(given, f"mutual TLS needs both files; {missing} is unset"))
         if valid.get("ssl_key_password") and not key:
             problems.append(labels.problem("ssl_key_password", "set but ssl.key.location is unset"))
+        if not problems:
+            problems.extend(_tls_load_problems(valid, labels))
     return problems
+
+
+def _tls_load_problems(valid: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
+    """Load the TLS files now, so a wrong file or key password fails here rather than at first connect."""
+    ca, certificate, key = (valid.get(field) for field in _TLS_FILE_FIELDS)
+    password = valid.get("ssl_key_password")
+    try:
+        context = _trusting(ca if isinstance(ca, str) else None)
+    except (ssl.SSLError, OSError) as failure:
+        return [labels.problem("ssl_ca_location", f"not a readable PEM file of CA certificates ({failure})")]
+    if not (isinstance(certificate, str) and isinstance(key, str)):
+        return []
+    try:
+        _present_certificate(context, certificate, key, password if isinstance(password, Secret) else None)
+    except (ssl.SSLError, OSError) as failure:
+        return [
+            labels.problem(
+                "ssl_key_location",
+                "could not load with ssl.certificate.location: wrong or missing ssl.key.password, a key "
+                f"that does not match the certificate, or not PEM ({failure})",
+            )
+        ]
+    return []
 
 
 # --- documentation -----------------------------------------------------------------------------------

@@ -88,6 +88,17 @@ class ClassicWriter(bytearray):
         else:
             self.string(value)
 
+    def classic_nstring(self, value: str | None) -> None:
+        """Nullable int16-length string in every flavour: RequestHeader's ClientId is never compact."""
+        if value is None:
+            self += b"\xff\xff"
+            return
+        data = value.encode("utf-8")
+        if len(data) > _MAX_INT16:
+            raise EncodeError(f"string of {len(data)} bytes exceeds the int16 length limit")
+        self += pack_i16(len(data))
+        self += data
+
     def raw_bytes(self, value: bytes) -> None:
         self += pack_i32(len(value))
         self += value
@@ -274,6 +285,15 @@ class ClassicReader:
 
     def nstring(self) -> str | None:
         n = self._length("string")
+        if n < 0:
+            if n != -1:
+                raise DecodeError(f"negative string length {n}")
+            return None
+        return self._take(n, "string").decode("utf-8")
+
+    def classic_nstring(self) -> str | None:
+        """Nullable int16-length string in every flavour (RequestHeader's ClientId)."""
+        n = self.i16()
         if n < 0:
             if n != -1:
                 raise DecodeError(f"negative string length {n}")

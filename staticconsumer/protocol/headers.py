@@ -51,7 +51,7 @@ def _write_request_header(w: ClassicWriter, header: RequestHeader, flexible: boo
     w.i16(header.api_key)
     w.i16(header.api_version)
     w.i32(header.correlation_id)
-    ClassicWriter.nstring(w, header.client_id)  # always a classic string, even in header v2
+    w.classic_nstring(header.client_id)  # always a classic string, even in header v2
     if flexible:
         w.tagged(header.unknown_tagged_fields)
     elif header.unknown_tagged_fields:
@@ -95,7 +95,7 @@ def decode_request_header(data: bytes, flexible: bool) -> tuple[RequestHeader, i
         api_key = r.i16()
         api_version = r.i16()
         correlation_id = r.i32()
-        client_id = ClassicReader.nstring(r)
+        client_id = r.classic_nstring()
         tagged = r.tagged()
     except DecodeError:
         raise

@@ -325,7 +325,7 @@ def _write_fetched_topics(w: ClassicWriter, topics: list[OffsetFetchResponseTopi
 
 
 def _read_fetched_topics(r: ClassicReader, epoch: bool) -> list[OffsetFetchResponseTopic]:
-    topics: list[OffsetFetchResponseTopic] = msgspec.field(default_factory=list)
+    topics: list[OffsetFetchResponseTopic] = []
     for _ in range(r.array_len()):
         name = r.string()
         partitions = [

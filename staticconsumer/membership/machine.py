@@ -918,7 +918,9 @@ class MembershipMachine:
             self._fail(_wrap_decode_error(exc, "the assignment from SyncGroup is unreadable"))
             return
         self._phase = MemberState.STABLE
-        self._rejoin_reason = ""
+        if not self._rejoin_needed:
+            # Java clears the reason here; one asked for during the sync must survive to the next join.
+            self._rejoin_reason = ""
         self._join_retry_at = None
         self._assignment = partitions
         log.info(

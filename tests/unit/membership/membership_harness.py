@@ -124,6 +124,31 @@ class Harness:
         out.extend(self.feed(ev.Tick))
         return out
 
+    def live_until(self, when: float) -> list[act.Action]:
+        """Like run_until, but a healthy coordinator answers every heartbeat and lookup at once."""
+        out: list[act.Action] = []
+        pending = self.run_until(self.now)
+        while True:
+            out.extend(pending)
+            answers = [a for a in pending if isinstance(a, act.SendHeartbeat | act.FindCoordinator)]
+            pending = []
+            for request in answers:
+                if isinstance(request, act.SendHeartbeat):
+                    pending.extend(self.feed(ev.HeartbeatResponse, token=request.token))
+                else:
+                    pending.extend(self.feed(ev.FindCoordinatorResponse, token=request.token, node_id=1))
+            if pending:
+                continue
+            deadline = self.m.next_deadline()
+            if deadline is None or deadline > when:
+                break
+            self.now = deadline
+            pending = self.feed(ev.Tick)
+        if self.now < when:
+            self.now = when
+            out.extend(self.feed(ev.Tick))
+        return out
+
     def sent(self, cls: type[A]) -> list[A]:
         return of(self.history, cls)
 

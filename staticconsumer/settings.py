@@ -117,6 +117,8 @@ class SettingSpec:
     choices: tuple[str, ...] = ()
     minimum: int = 0
     maximum: int = MAX_INT32
+    allowed_text: str = ""
+    """Overrides the generic description of valid values where the generic one would mislead."""
 
     def env_var(self, prefix: str = DEFAULT_PREFIX) -> str:
         """The environment variable: Kafka's convention of upper case with dots and dashes as underscores."""
@@ -128,6 +130,8 @@ class SettingSpec:
 
     def allowed(self) -> str:
         """What a valid value looks like, for error messages and the docs table."""
+        if self.allowed_text:
+            return self.allowed_text
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         if self.kind == "int":
@@ -155,14 +159,15 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "group.instance.id",
         "optional_string",
         "Static member id; unset means dynamic membership. Must be unique in the group and stable across "
-        "restarts: use the StatefulSet pod name. At most 249 of a-z A-Z 0-9 . _ -, not '.' or '..'.",
+        "restarts: use the StatefulSet pod name.",
+        allowed_text="1 to 249 of a-z A-Z 0-9 . _ -, not . or ..; unset for dynamic membership",
     ),
     SettingSpec(
         "client_id",
         "client.id",
         "optional_string",
-        "Name in broker logs and quotas. Unset: consumer-<group.id>-<group.instance.id> "
-        "(consumer-<group.id> for dynamic members), as the Java client does.",
+        "Name in broker logs and quotas. Unset: `consumer-<group.id>-<group.instance.id>` "
+        "(`consumer-<group.id>` for dynamic members), as the Java client does.",
     ),
     SettingSpec(
         "client_rack", "client.rack", "optional_string", "Rack of this consumer, for rack-aware assignment."
@@ -172,7 +177,8 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "session.timeout.ms",
         "int",
         "How long the broker waits without heartbeats before removing the member (and, for static members, "
-        "how long a restart may take without a rebalance). Brokers accept 6000 to 1800000 by default.",
+        "how long a restart may take without a rebalance). The range is what brokers accept by default "
+        "(group.min/max.session.timeout.ms).",
         minimum=MIN_SESSION_TIMEOUT_MS,
         maximum=MAX_SESSION_TIMEOUT_MS,
     ),
@@ -272,25 +278,38 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "SASL mechanism, used with SASL_PLAINTEXT and SASL_SSL.",
         choices=SASL_MECHANISMS,
     ),
-    SettingSpec("sasl_username", "sasl.username", "optional_string", "SASL user; required with SASL_*."),
-    SettingSpec("sasl_password", "sasl.password", "secret", "SASL password; required with SASL_*."),
+    SettingSpec(
+        "sasl_username",
+        "sasl.username",
+        "optional_string",
+        "SASL user; required with SASL_PLAINTEXT and SASL_SSL.",
+    ),
+    SettingSpec(
+        "sasl_password",
+        "sasl.password",
+        "secret",
+        "SASL password; required with SASL_PLAINTEXT and SASL_SSL.",
+    ),
     SettingSpec(
         "ssl_ca_location",
         "ssl.ca.location",
         "optional_string",
         "PEM file of CAs that sign the brokers' certificates; unset uses the system CAs.",
+        allowed_text="path of a readable PEM file",
     ),
     SettingSpec(
         "ssl_certificate_location",
         "ssl.certificate.location",
         "optional_string",
         "PEM client certificate for mutual TLS; needs ssl.key.location.",
+        allowed_text="path of a readable PEM file",
     ),
     SettingSpec(
         "ssl_key_location",
         "ssl.key.location",
         "optional_string",
         "PEM private key of the client certificate; needs ssl.certificate.location.",
+        allowed_text="path of a readable PEM file",
     ),
     SettingSpec(
         "ssl_key_password", "ssl.key.password", "secret", "Password of an encrypted ssl.key.location."

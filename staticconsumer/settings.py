@@ -415,8 +415,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         """The TLS context built from the ssl.* files, or None when the security protocol uses no TLS."""
         if self.security_protocol not in _TLS_PROTOCOLS:
             return None
-        context = _trusting(self.ssl_ca_location)
-        if self.ssl_certificate_location is not None and self.ssl_key_location is not None:
+        context = _trusting(self.ssl_ca_location or None)
+        if self.ssl_certificate_location and self.ssl_key_location:
             _present_certificate(
                 context, self.ssl_certificate_location, self.ssl_key_location, self.ssl_key_password
             )
@@ -548,11 +548,13 @@ def _parse_text(raw: str, spec: SettingSpec) -> object:
         raise _Unparsable("not a boolean; expected true or false (also 1/0, yes/no, on/off)")
     if spec.kind == "list":
         return tuple(item.strip() for item in text.split(",") if item.strip())
+    if spec.field == "group_instance_id":
+        return raw
+    if spec.kind in ("secret", "optional_string") and not text:
+        return None
     if spec.kind == "secret":
         return Secret(raw)
-    if spec.kind == "choice":
-        return text
-    return raw if spec.field == "group_instance_id" else text
+    return text
 
 
 def _coerce_override(value: object, spec: SettingSpec) -> object:
@@ -866,10 +868,10 @@ def _tls_load_problems(valid: Mapping[str, object], labels: _Labels) -> list[Set
     ca, certificate, key = (valid.get(field) for field in _TLS_FILE_FIELDS)
     password = valid.get("ssl_key_password")
     try:
-        context = _trusting(ca if isinstance(ca, str) else None)
+        context = _trusting(ca if isinstance(ca, str) and ca else None)
     except (ssl.SSLError, OSError) as failure:
         return [labels.problem("ssl_ca_location", f"not a readable PEM file of CA certificates ({failure})")]
-    if not (isinstance(certificate, str) and isinstance(key, str)):
+    if not (isinstance(certificate, str) and certificate and isinstance(key, str) and key):
         return []
     try:
         _present_certificate(context, certificate, key, password if isinstance(password, Secret) else None)

@@ -199,3 +199,27 @@ def test_loggable_properties_use_kafka_names_and_mask_secrets(minimal_env: dict[
     assert logged["partition.assignment.strategy"] == "range,cooperative-sticky"
     assert logged["group.instance.id"] == "(unset)"
     assert "hunter2" not in repr(logged)
+
+
+def test_an_empty_keyword_string_unsets_an_optional_setting(minimal_env: dict[str, str]) -> None:
+    settings = Settings.from_env(minimal_env, security_protocol="SSL", ssl_ca_location="", client_id=" ")
+    assert settings.ssl_ca_location is None
+    assert settings.client_id is None
+    assert settings.ssl_context() is not None
+
+
+def test_an_empty_instance_id_keyword_is_not_silently_dynamic(minimal_env: dict[str, str]) -> None:
+    with pytest.raises(SettingsError, match="empty; a static member needs a non-empty id"):
+        Settings.from_env(minimal_env, group_instance_id="")
+
+
+def test_empty_tls_paths_built_directly_mean_the_system_cas() -> None:
+    settings = Settings(
+        bootstrap_servers=("b:9092",),
+        group_id="g",
+        security_protocol="SSL",
+        ssl_ca_location="",
+        ssl_certificate_location="",
+        ssl_key_location="",
+    )
+    assert settings.ssl_context() is not None

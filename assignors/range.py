@@ -17,6 +17,7 @@ from .model import (
     MemberAssignment,
     TopicInfo,
     TopicPartition,
+    java_key,
     live_topics,
     sort_assignment,
     sorted_members,
@@ -84,23 +85,28 @@ class RangeAssignor(Assignor):
                 if t in counts:
                     subscribers[t].append(i)
 
-        states = [_TopicState(t, n, topics[t], subscribers[t], rack_of) for t, n in counts.items()]
+        # Topics in Java string order, so the fast path's lists come out sorted without a sort.
+        order = sorted(counts, key=java_key)
+        states = [_TopicState(t, counts[t], topics[t], subscribers[t], rack_of) for t in order]
         rack_aware = any(s.needs_rack_aware for s in states)
 
         if not rack_aware:
-            # Fast path: pure arithmetic ranges, no per-partition state needed.
+            # Fast path: pure arithmetic ranges, one slice per member and topic.
             for s in states:
+                tps = [(s.topic, p) for p in range(s.n)]
                 start = 0
                 for k, i in enumerate(s.consumers):
                     size = s.base + (1 if k < s.extra else 0)
                     if size:
-                        out[i].extend((s.topic, p) for p in range(start, start + size))
+                        out[i] += tps[start : start + size]
+                    elif s.base == 0:
+                        break
                     start += size
-        else:
-            self._rack_matching(states, rack_of, out)
-            for s in states:
-                _fill_ranges(s, out)
+            return {ids[i]: MemberAssignment(parts) for i, parts in out.items()}
 
+        self._rack_matching(states, rack_of, out)
+        for s in states:
+            _fill_ranges(s, out)
         return {ids[i]: MemberAssignment(sort_assignment(parts)) for i, parts in out.items()}
 
     @staticmethod

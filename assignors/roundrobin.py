@@ -50,7 +50,8 @@ class RoundRobinAssignor(Assignor):
             if k == len(subs):
                 k = 0
             width = len(subs)
+            tps = [(topic, p) for p in range(n)]
             for j in range(min(width, n)):
-                out[subs[(k + j) % width]].extend((topic, p) for p in range(j, n, width))
+                out[subs[(k + j) % width]] += tps[j::width]
             pos = (subs[(k + n - 1) % width] + 1) % size
         return {m.member_id: MemberAssignment(out[i]) for i, m in enumerate(ordered)}

@@ -74,6 +74,11 @@ class _Layout:
     def topic_index(self, pid: int) -> int:
         return bisect_right(self.starts, pid) - 1
 
+    def spread_key(self, pid: int) -> tuple[int, int]:
+        """Partition number first, then topic: Java's order for choosing which owned partitions stay."""
+        k = self.topic_index(pid)
+        return (pid - self.starts[k], k)
+
     def partitions(self) -> list[TopicPartition]:
         return [(t, p) for t in self.topics for p in range(self.counts[t])]
 
@@ -132,16 +137,13 @@ class _Claims:
         offset, counts = layout.offset, layout.counts
         per_member: list[list[int]] = []
         for d, sub in zip(datas, subs, strict=True):
-            per_member.append(
-                [offset[t] + p for t, p in d.partitions if t in sub and 0 <= p < counts[t]]
-            )
+            per_member.append([offset[t] + p for t, p in d.partitions if t in sub and 0 <= p < counts[t]])
         flat = list(chain.from_iterable(per_member))
         self.any_claims = bool(flat)
         self.claimed: set[int] = set(flat)
         if len(self.claimed) == len(flat):
             # Common case: no partition claimed twice, nothing to resolve.
             self.owned = per_member
-            self.owner: dict[int, int] | None = None
             return
         gens = [NO_GENERATION if d.generation is None else d.generation for d in datas]
         winner: dict[int, int] = {}  # pid -> member, or -1 when the top generation is contested
@@ -161,13 +163,6 @@ class _Claims:
                 elif g == best[pid]:
                     winner[pid] = -1
         self.owned = [sorted({pid for pid in pids if winner[pid] == i}) for i, pids in enumerate(per_member)]
-        self.owner = winner
-
-    def owner_map(self) -> dict[int, int]:
-        """pid -> surviving claimant (-1 if voided); built on demand in the no-conflict case."""
-        if self.owner is None:
-            self.owner = {pid: i for i, pids in enumerate(self.owned) for pid in pids}
-        return self.owner
 
 
 def _deal(parts: list[int], needs: list[tuple[int, int]], out: list[list[int]]) -> None:
@@ -192,8 +187,13 @@ def _deal(parts: list[int], needs: list[tuple[int, int]], out: list[list[int]]) 
         raise AssertionError("sticky assignor dealt a different number of partitions than it had")
 
 
-def _constrained(size: int, layout: _Layout, claims: _Claims, racks: _Racks) -> list[list[int]]:
-    """All members subscribe to the same topics: quota-based keep, then fill."""
+def _constrained(
+    size: int, layout: _Layout, claims: _Claims, racks: _Racks
+) -> tuple[list[list[int]], list[int]]:
+    """All members subscribe to the same topics: quota-based keep, then fill.
+
+    Returns each member's partitions (kept ones first) and how many of them it kept.
+    """
     total = layout.total
     min_q, extra = divmod(total, size)
     max_q = min_q + (1 if extra else 0)
@@ -205,12 +205,16 @@ def _constrained(size: int, layout: _Layout, claims: _Claims, racks: _Racks) -> 
         if racks.enabled:
             own = [pid for pid in own if not racks.mismatch(i, pid)]
         if len(own) >= max_q and over < extra:
-            keep = own[:max_q]
+            quota = max_q
             over += 1
         else:
-            keep = own[:min_q]
+            quota = min_q
+        # Over quota: keep the lowest partition numbers across topics, as Java does, so each
+        # member keeps a share of every topic rather than whole topics.
+        keep = sorted(own, key=layout.spread_key)[:quota] if len(own) > quota else own
         out.append(list(keep))
         kept.extend(keep)
+    kept_len = [len(parts) for parts in out]
 
     if kept:
         taken = set(kept)
@@ -232,7 +236,7 @@ def _constrained(size: int, layout: _Layout, claims: _Claims, racks: _Racks) -> 
             remaining_over -= 1
         needs.append((i, need))
     _deal(free, needs, out)
-    return out
+    return out, kept_len
 
 
 def _rack_fill(
@@ -372,8 +376,10 @@ def _place_topic(
             for r in racks.pid_racks[pid]:
                 rack_heap = by_rack.get(r)
                 cand = _valid_top(rack_heap, count, 1) if rack_heap else None
-                if cand is not None and count[cand] == count[best] and (
-                    not racks.matches(best, pid) or cand < best
+                if (
+                    cand is not None
+                    and count[cand] == count[best]
+                    and (not racks.matches(best, pid) or cand < best)
                 ):
                     best = cand
         owner[pid] = best
@@ -452,19 +458,20 @@ class _StickyBase(Assignor):
             return {}
         counts = live_topics(ordered, topics)
         layout = _Layout(counts)
-        subs = [frozenset(t for t in m.topics if t in counts) for m in ordered]
+        subs = [m.topics.intersection(counts) for m in ordered]
         racks = _Racks(ordered, layout, topics)
         claims = _Claims([self.member_data(m) for m in ordered], subs, layout)
 
+        kept_len = [0] * len(ordered)
         if layout.total == 0:
             result: list[list[int]] = [[] for _ in ordered]
         elif all(s == subs[0] for s in subs):
-            result = _constrained(len(ordered), layout, claims, racks)
+            result, kept_len = _constrained(len(ordered), layout, claims, racks)
         else:
             result = _general(ordered, subs, layout, claims, racks)
 
         if self.cooperative and claims.any_claims:
-            _withhold_transfers(result, claims)
+            _withhold_transfers(result, kept_len, claims)
 
         tps = layout.partitions()
         return {
@@ -473,16 +480,21 @@ class _StickyBase(Assignor):
         }
 
 
-def _withhold_transfers(result: list[list[int]], claims: _Claims) -> None:
+def _withhold_transfers(result: list[list[int]], kept_len: list[int], claims: _Claims) -> None:
     """Cooperative two-phase move: a partition another member still owns is not handed out yet.
 
-    It is withheld when it was claimed by anyone and its new holder is not the claimant that won
-    conflict resolution; the current owner revokes it, rejoins, and the next rebalance assigns it.
+    A partition is withheld from its new holder when somebody claimed it and the holder's own claim
+    did not survive conflict resolution; the owner revokes it, rejoins, and the next rebalance
+    assigns it. The first ``kept_len[i]`` entries are member ``i``'s own surviving claims.
     """
-    owner = claims.owner_map()
     claimed = claims.claimed
     for i, pids in enumerate(result):
-        result[i] = [pid for pid in pids if pid not in claimed or owner.get(pid, -1) == i]
+        start = kept_len[i]
+        tail = pids[start:]
+        if not tail or claimed.isdisjoint(tail):
+            continue
+        mine = set(claims.owned[i])
+        result[i] = pids[:start] + [pid for pid in tail if pid not in claimed or pid in mine]
 
 
 class StickyAssignor(_StickyBase):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 
 from .model import NO_GENERATION, TopicPartition
 
@@ -58,38 +59,44 @@ class _Truncated(Exception):
 
 
 def _read_assignment(data: bytes) -> tuple[list[TopicPartition], int]:
-    """Parse ``previous_assignment``; returns it and the offset after it."""
-    view = memoryview(data)
+    """Parse ``previous_assignment``; returns it and the offset after it.
+
+    Written for speed: a leader decodes every member's userData, a million partitions at Java's
+    scale test, so topic names are decoded once and single-partition entries skip the generic path.
+    """
+    unpack_i32 = _I32.unpack_from
+    unpack_i16 = _I16.unpack_from
     end = len(data)
-
-    def need(offset: int, size: int) -> None:
-        if offset + size > end:
-            raise _Truncated
-
-    need(0, 4)
-    (count,) = _I32.unpack_from(view, 0)
-    if count < 0 or count > end:
-        raise _Truncated
-    off = 4
+    names: dict[bytes, str] = {}
     out: list[TopicPartition] = []
-    for _ in range(count):
-        need(off, 2)
-        (length,) = _I16.unpack_from(view, off)
-        off += 2
-        if length < 0:
+    append = out.append
+    try:
+        (count,) = unpack_i32(data, 0)
+        if count < 0 or count > end:
             raise _Truncated
-        need(off, length)
-        # Java decodes invalid UTF-8 with replacement characters rather than failing.
-        topic = bytes(view[off : off + length]).decode("utf-8", "replace")
-        off += length
-        need(off, 4)
-        (n,) = _I32.unpack_from(view, off)
-        off += 4
-        if n < 0:
-            raise _Truncated
-        need(off, 4 * n)
-        out.extend((topic, p) for p in struct.unpack_from(f">{n}i", view, off))
-        off += 4 * n
+        off = 4
+        for _ in range(count):
+            (length,) = unpack_i16(data, off)
+            off += 2
+            if length < 0 or off + length > end:
+                raise _Truncated
+            raw = data[off : off + length]
+            off += length
+            topic = names.get(raw)
+            if topic is None:
+                # Java decodes invalid UTF-8 with replacement characters rather than failing.
+                topic = names[raw] = raw.decode("utf-8", "replace")
+            (n,) = unpack_i32(data, off)
+            off += 4
+            if n == 1:
+                append((topic, unpack_i32(data, off)[0]))
+            elif n:
+                if n < 0 or off + 4 * n > end:
+                    raise _Truncated
+                out.extend(zip(repeat(topic, n), struct.unpack_from(f">{n}i", data, off), strict=True))
+            off += 4 * n
+    except struct.error:
+        raise _Truncated from None
     return out, off
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 
+import msgspec
 import pytest
 
 from staticconsumer.errors import SettingsError
@@ -87,3 +88,9 @@ def test_a_pickled_secret_stays_a_secret() -> None:
     restored = pickle.loads(pickle.dumps(Secret(PASSWORD)))
     assert repr(restored) == "***"
     assert restored.reveal() == PASSWORD
+
+
+def test_serialising_settings_refuses_secrets_rather_than_writing_them() -> None:
+    settings = Settings.from_env(_sasl_env())
+    with pytest.raises(TypeError, match="Secret"):
+        msgspec.json.encode(settings)

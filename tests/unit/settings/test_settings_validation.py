@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from staticconsumer.errors import ConfigurationError, SettingProblem, SettingsError
@@ -310,8 +311,6 @@ def test_direct_construction_validates_and_names_fields() -> None:
 
 
 def test_replacing_a_field_validates_again(minimal_env: dict[str, str]) -> None:
-    import msgspec
-
     settings = Settings.from_env(minimal_env)
     with pytest.raises(SettingsError):
         msgspec.structs.replace(settings, heartbeat_interval_ms=20_000)

@@ -177,10 +177,12 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "session.timeout.ms",
         "int",
         "How long the broker waits without heartbeats before removing the member (and, for static members, "
-        "how long a restart may take without a rebalance). The range is what brokers accept by default "
-        "(group.min/max.session.timeout.ms).",
-        minimum=MIN_SESSION_TIMEOUT_MS,
-        maximum=MAX_SESSION_TIMEOUT_MS,
+        "how long a restart may take without a rebalance).",
+        minimum=1,
+        allowed_text=(
+            "an integer within the brokers' group.min/max.session.timeout.ms "
+            f"({MIN_SESSION_TIMEOUT_MS} to {MAX_SESSION_TIMEOUT_MS} by default)"
+        ),
     ),
     SettingSpec(
         "heartbeat_interval_ms",
@@ -194,6 +196,21 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "max.poll.interval.ms",
         "int",
         "Longest allowed gap between polls; also the rebalance timeout sent in JoinGroup.",
+        minimum=1,
+    ),
+    SettingSpec(
+        "broker_min_session_timeout_ms",
+        "group.min.session.timeout.ms",
+        "int",
+        "The brokers' setting of this name, only so session.timeout.ms is checked against it: change it "
+        "here only if your cluster changed it (test brokers often lower it).",
+        minimum=1,
+    ),
+    SettingSpec(
+        "broker_max_session_timeout_ms",
+        "group.max.session.timeout.ms",
+        "int",
+        "The brokers' setting of this name, as above.",
         minimum=1,
     ),
     SettingSpec(
@@ -337,6 +354,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     max_poll_interval_ms: int = 300_000
+    broker_min_session_timeout_ms: int = MIN_SESSION_TIMEOUT_MS
+    broker_max_session_timeout_ms: int = MAX_SESSION_TIMEOUT_MS
     assignors: tuple[str, ...] = ("range", "cooperative-sticky")
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5_000
@@ -365,7 +384,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         labels = _Labels.for_fields(values)
         problems = _check_fields(values, labels) + _check_combinations(values, labels)
         if problems:
-            raise SettingsError(problems)
+            raise SettingsError(_sorted_by_field(problems, labels.names))
 
     @classmethod
     def from_env(
@@ -725,11 +744,6 @@ def _field_problem(spec: SettingSpec, value: object) -> str | None:
             return f"wrong type; expected {spec.allowed()}"
         if spec.minimum <= value <= spec.maximum:
             return None
-        if spec.field == "session_timeout_ms":
-            return (
-                f"brokers reject session timeouts outside {spec.minimum} to {spec.maximum} ms "
-                "by default (group.min/max.session.timeout.ms)"
-            )
         if value > spec.maximum:
             return f"too large; expected {spec.allowed()}"
         what = "negative" if value < 0 else "zero" if value == 0 else "too small"
@@ -811,6 +825,23 @@ def _check_combinations(values: Mapping[str, object], labels: _Labels) -> list[S
     }
     problems: list[SettingProblem] = []
     session, heartbeat = valid.get("session_timeout_ms"), valid.get("heartbeat_interval_ms")
+    lowest, highest = valid.get("broker_min_session_timeout_ms"), valid.get("broker_max_session_timeout_ms")
+    if isinstance(lowest, int) and isinstance(highest, int):
+        if lowest > highest:
+            problems.append(
+                labels.problem(
+                    "broker_max_session_timeout_ms",
+                    f"below group.min.session.timeout.ms ({lowest}); no session timeout could be accepted",
+                )
+            )
+        elif isinstance(session, int) and not lowest <= session <= highest:
+            problems.append(
+                labels.problem(
+                    "session_timeout_ms",
+                    f"brokers reject session timeouts outside {lowest} to {highest} ms "
+                    "(group.min/max.session.timeout.ms; if your brokers allow more, set those here too)",
+                )
+            )
     if isinstance(session, int) and isinstance(heartbeat, int) and heartbeat * 3 >= session:
         problems.append(
             labels.problem(

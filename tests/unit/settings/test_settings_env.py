@@ -55,6 +55,8 @@ def _every_variable(
         "session_timeout_ms": ("30000", 30_000),
         "heartbeat_interval_ms": ("2000", 2_000),
         "max_poll_interval_ms": ("60000", 60_000),
+        "broker_min_session_timeout_ms": ("500", 500),
+        "broker_max_session_timeout_ms": ("600000", 600_000),
         "assignors": ("roundrobin, sticky", ("roundrobin", "sticky")),
         "enable_auto_commit": ("FALSE", False),
         "auto_commit_interval_ms": ("1000", 1_000),

@@ -40,7 +40,7 @@ def test_not_a_number(minimal_env: dict[str, str], variable: str) -> None:
     minimal_env[variable] = "30s"
     problem = _only_problem(minimal_env)
     assert (problem.name, problem.value) == (variable, "'30s'")
-    assert problem.allowed.startswith("not a number; expected an integer from")
+    assert problem.allowed.startswith("not a number; expected an integer")
 
 
 def test_not_a_boolean(minimal_env: dict[str, str]) -> None:
@@ -84,13 +84,18 @@ def test_numbers_beyond_a_java_int(minimal_env: dict[str, str]) -> None:
     assert _only_problem(minimal_env).allowed.startswith("too large;")
 
 
-@pytest.mark.parametrize("raw", ["5999", "1800001", "0"])
+@pytest.mark.parametrize("raw", ["5999", "1800001"])
 def test_session_timeout_outside_what_brokers_accept(minimal_env: dict[str, str], raw: str) -> None:
     minimal_env["KAFKA_SESSION_TIMEOUT_MS"] = raw
     minimal_env["KAFKA_HEARTBEAT_INTERVAL_MS"] = "1000"
     problem = _only_problem(minimal_env)
-    assert problem.name == "KAFKA_SESSION_TIMEOUT_MS"
-    assert "outside 6000 to 1800000 ms" in problem.allowed
+    assert (problem.name, problem.value) == ("KAFKA_SESSION_TIMEOUT_MS", repr(raw))
+    assert problem.allowed.startswith("brokers reject session timeouts outside 6000 to 1800000 ms")
+
+
+def test_a_zero_session_timeout_is_reported_as_zero(minimal_env: dict[str, str]) -> None:
+    minimal_env["KAFKA_SESSION_TIMEOUT_MS"] = "0"
+    assert _only_problem(minimal_env).allowed.startswith("zero;")
 
 
 @pytest.mark.parametrize("raw", ["6000", "1800000"])
@@ -98,6 +103,22 @@ def test_session_timeout_bounds_are_inclusive(minimal_env: dict[str, str], raw: 
     minimal_env["KAFKA_SESSION_TIMEOUT_MS"] = raw
     minimal_env["KAFKA_HEARTBEAT_INTERVAL_MS"] = "1000"
     assert Settings.from_env(minimal_env).session_timeout_ms == int(raw)
+
+
+def test_brokers_with_other_session_bounds_can_be_described(minimal_env: dict[str, str]) -> None:
+    minimal_env["KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS"] = "500"
+    settings = Settings.from_env(minimal_env, session_timeout_ms=1_000, heartbeat_interval_ms=300)
+    assert settings.session_timeout_ms == 1_000
+    with pytest.raises(SettingsError, match="outside 500 to 1800000 ms"):
+        Settings.from_env(minimal_env, session_timeout_ms=400, heartbeat_interval_ms=100)
+
+
+def test_broker_session_bounds_must_leave_a_range(minimal_env: dict[str, str]) -> None:
+    minimal_env["KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS"] = "60000"
+    minimal_env["KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS"] = "30000"
+    problem = _only_problem(minimal_env)
+    assert (problem.name, problem.value) == ("KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", "'30000'")
+    assert problem.allowed.startswith("below group.min.session.timeout.ms (60000)")
 
 
 def test_heartbeat_interval_must_be_below_a_third_of_the_session_timeout(minimal_env: dict[str, str]) -> None:
@@ -307,6 +328,7 @@ def test_direct_construction_validates_and_names_fields() -> None:
     assert [(p.name, p.value) for p in raised.value.problems] == [
         ("group_instance_id", "'..'"),
         ("session_timeout_ms", "1"),
+        ("heartbeat_interval_ms", "3000"),
     ]
 
 

@@ -705,7 +705,7 @@ def _typos(environ: Mapping[str, str], prefix: str, ignore: Collection[str]) -> 
         suffix = variable[len(prefix) :]
         if suffix in known:
             continue
-        close = difflib.get_close_matches(suffix, list(known), n=1, cutoff=TYPO_SIMILARITY)
+        close = difflib.get_close_matches(suffix.upper(), list(known), n=1, cutoff=TYPO_SIMILARITY)
         if not close:
             continue
         meant = known[close[0]]

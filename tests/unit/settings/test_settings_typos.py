@@ -20,6 +20,8 @@ from staticconsumer.settings import Settings
         ("KAFKA_GROUPID", "KAFKA_GROUP_ID"),
         ("KAFKA_SASL_USER", "KAFKA_SASL_USERNAME"),
         ("KAFKA_SSL_KEYPASSWORD", "KAFKA_SSL_KEY_PASSWORD"),
+        ("KAFKA_group_instance_id", "KAFKA_GROUP_INSTANCE_ID"),
+        ("KAFKA_Session_Timeout_Ms", "KAFKA_SESSION_TIMEOUT_MS"),
     ],
 )
 def test_a_typo_suggests_the_closest_variable(minimal_env: dict[str, str], typo: str, meant: str) -> None:

@@ -129,6 +129,7 @@ class MembershipMachine:
         self._member_id = NO_MEMBER_ID
         self._generation = NO_GENERATION
         self._protocol_name: str | None = None
+        self._last_joined_member_id = NO_MEMBER_ID
 
         # coordinator
         self._coordinator_known = False
@@ -481,7 +482,14 @@ class MembershipMachine:
                     self._config.group_instance_id,
                 )
                 return None
-            return self._send_leave(self._member_id, self._config.group_instance_id, reason)
+            # Name ourselves by the last member id the coordinator gave this instance: if someone has
+            # replaced us since, the broker answers FENCED_INSTANCE_ID instead of removing them (an
+            # empty member id would remove whoever holds the instance id now).
+            member_id = self._member_id or self._last_joined_member_id
+            if member_id == NO_MEMBER_ID:
+                log.info("group %s: never joined, so there is nothing to leave", self._config.group_id)
+                return None
+            return self._send_leave(member_id, self._config.group_instance_id, reason)
         if self._coordinator_known and self._member_id != NO_MEMBER_ID:
             return self._send_leave(self._member_id, None, reason)
         return None
@@ -746,6 +754,7 @@ class MembershipMachine:
             return
         self._generation = event.generation
         self._member_id = event.member_id
+        self._last_joined_member_id = event.member_id
         self._protocol_name = event.protocol_name
         self._phase = MemberState.COMPLETING_REBALANCE
         self._join_attempts = 0

@@ -435,3 +435,30 @@ def test_no_leadership_guess_when_the_broker_lists_members_or_skips() -> None:
     join = h.start_until_join()
     out = h.join_answer(join, member_id="me-1", leader_id=f"{INSTANCE}-{UUID22}", members=_members())
     assert not of(out, act.LeadershipGuessed)
+
+
+def test_static_leader_that_skipped_can_still_trigger_a_rebalance() -> None:
+    """testStaticLeaderRejoinsGroupAndCanTriggersRebalance / ...DetectMetadataChangesForOtherMembers.
+
+    The returning leader skipped the assignor but watches every member's topics; when one of them
+    changes (here a topic only pod-1 subscribes to), RequestRejoin sends it back with its member id,
+    which as the leader of a Stable group forces a rebalance on the broker.
+    """
+    h = Harness()
+    join = h.start_until_join()
+    out = h.join_answer(
+        join, generation=5, member_id=STATIC_ID, leader_id=STATIC_ID, members=_members(), skip_assignment=True
+    )
+    assert "v" in h.m.group_topics, "a topic only another member subscribes to is watched too"
+    h.finish_callback(
+        one(h.sync_answer(one(out, act.SendSyncGroup), partitions=[tp("t", 0)]), act.PartitionsAssigned)
+    )
+    h.feed(ev.RequestRejoin, reason="partitions of v changed from 1 to 2")
+    rejoin = one(h.finish_callback(of(h.history, act.PartitionsRevoked)[-1]), act.SendJoinGroup)
+    assert rejoin.member_id == STATIC_ID
+    assert rejoin.reason == "partitions of v changed from 1 to 2"
+    follow = one(
+        h.join_answer(rejoin, generation=6, member_id=STATIC_ID, leader_id=STATIC_ID, members=_members()),
+        act.RunAssignor,
+    )
+    assert follow.generation == 6, "this time the leader computes"

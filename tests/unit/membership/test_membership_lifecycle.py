@@ -346,6 +346,27 @@ def test_static_member_never_leaves_on_its_own(leave_group: bool) -> None:
     h.become_stable()
     h.live_until(h.now + 60.0)  # poll timeout
     h.finish_callback(of(h.history, act.PartitionsLost)[-1])
-    h.feed(ev.PollCalled)
+    h.feed(ev.PollCalled)  # the rejoin (member id "") is now in flight
     h.feed(ev.Stop, leave_group=leave_group)
     assert bool(h.sent(act.SendLeaveGroup)) is leave_group
+
+
+def test_static_leave_after_a_local_reset_names_the_last_member_id_it_held() -> None:
+    """After a poll timeout the id is dropped locally, but the broker still maps our instance to it."""
+    h = Harness()
+    h.become_stable()
+    h.live_until(h.now + 60.0)
+    h.finish_callback(of(h.history, act.PartitionsLost)[-1])
+    assert h.m.member_id == ""
+    leave = one(h.feed(ev.Stop, leave_group=True), act.SendLeaveGroup)
+    assert leave.members[0].member_id == STATIC_ID
+    assert leave.members[0].group_instance_id == INSTANCE
+
+
+def test_static_member_that_never_joined_has_nothing_to_leave() -> None:
+    """An empty member id would remove whichever process holds the instance id now."""
+    h = Harness()
+    h.start_until_join()
+    out = h.feed(ev.Stop, leave_group=True)
+    assert kinds(out) == ["Stopped"]
+    assert not h.sent(act.SendLeaveGroup)

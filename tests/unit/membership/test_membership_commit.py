@@ -22,6 +22,7 @@ from staticconsumer.errors import (
 from staticconsumer.membership import (
     NO_GENERATION,
     CommitFailedError,
+    FailureKind,
     MemberState,
     OffsetRegressionError,
 )
@@ -343,10 +344,10 @@ def test_caller_errors_are_raised_to_the_caller_only(code: ErrorCode, error_type
 
 @pytest.mark.parametrize(
     ("kind", "error_type"),
-    [(ev.FailureKind.DISCONNECTED, NetworkExceptionError), (ev.FailureKind.TIMED_OUT, RequestTimedOutError)],
+    [(FailureKind.DISCONNECTED, NetworkExceptionError), (FailureKind.TIMED_OUT, RequestTimedOutError)],
 )
 def test_commit_without_answer_is_retriable_and_rediscovers(
-    kind: ev.FailureKind, error_type: type[Exception]
+    kind: FailureKind, error_type: type[Exception]
 ) -> None:
     h = Harness()
     h.become_stable()

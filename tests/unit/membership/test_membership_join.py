@@ -31,6 +31,7 @@ from staticconsumer.errors import (
 )
 from staticconsumer.membership import (
     NO_GENERATION,
+    FailureKind,
     GroupProtocol,
     JoinGroupMember,
     MemberState,
@@ -247,8 +248,8 @@ def test_unrecognised_error_code_is_reported_with_its_number() -> None:
 # ---------------------------------------------------------------- connection loss keeps the member id
 
 
-@pytest.mark.parametrize("kind", [ev.FailureKind.DISCONNECTED, ev.FailureKind.TIMED_OUT])
-def test_join_disconnect_keeps_member_id(kind: ev.FailureKind) -> None:
+@pytest.mark.parametrize("kind", [FailureKind.DISCONNECTED, FailureKind.TIMED_OUT])
+def test_join_disconnect_keeps_member_id(kind: FailureKind) -> None:
     """testRetainMemberIdAfterJoinGroupDisconnect."""
     h = Harness(instance_id=None)
     join = h.start_until_join()

@@ -16,6 +16,8 @@ from membership_harness import INSTANCE, UUID22, Harness, encode_assignment
 from staticconsumer.errors import ErrorCode, FencedInstanceIdError
 from staticconsumer.membership import (
     NO_GENERATION,
+    FailureKind,
+    GroupProtocol,
     JoinGroupMember,
     OffsetAndMetadata,
     TopicPartition,
@@ -138,7 +140,7 @@ class MembershipModel(RuleBasedStateMachine):
     @rule()
     def start(self) -> None:
         self.started = True
-        self.feed(ev.Start, protocols=(act.GroupProtocol("range", b"t"),))
+        self.feed(ev.Start, protocols=(GroupProtocol("range", b"t"),))
 
     @rule(seconds=st.sampled_from([0.05, 0.1, 0.5, 1.0, 3.0, 6.0, 11.0]))
     def advance(self, seconds: float) -> None:
@@ -268,7 +270,7 @@ class MembershipModel(RuleBasedStateMachine):
     @rule(index=st.integers(0, 7), timed_out=st.booleans())
     def fail_request(self, index: int, timed_out: bool) -> None:
         request = self.outstanding.pop(index % len(self.outstanding))
-        kind = ev.FailureKind.TIMED_OUT if timed_out else ev.FailureKind.DISCONNECTED
+        kind = FailureKind.TIMED_OUT if timed_out else FailureKind.DISCONNECTED
         self.feed(ev.RequestFailed, token=request.token, kind=kind)
 
     @precondition(lambda self: bool(self.callbacks))

@@ -84,7 +84,7 @@ class StaticConsumer:
         pattern: str | None = None,
         settings: Settings | None = None,
         listener: ConsumerRebalanceListener | None = None,
-        request_hook: Callable[[str, Message], None] | None = None,
+        request_hook: Callable[[str, int, Message], None] | None = None,
         **options: Any,
     ) -> None:
         if settings is not None and options:
@@ -109,6 +109,7 @@ class StaticConsumer:
         self._identity: tuple[str, str] | None = None
         self._fetching: Partitions = frozenset()
         self._positions: dict[TopicPartition, int] = {}
+        self._released_positions: dict[TopicPartition, int] = {}
         self._fatal: Exception | None = None
         self._changed = asyncio.Event()
         self._stopping = False
@@ -413,8 +414,11 @@ class StaticConsumer:
             log.info("auto-commit of %d offsets did not complete: %s", len(offsets), error)
 
     def positions_to_commit(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Positions after the records returned to the application, for partitions still owned."""
-        return {tp: OffsetAndMetadata(pos) for tp, pos in self._positions.items() if tp in self._fetching}
+        """Positions after the records returned to the application: owned partitions, plus those being
+        revoked right now (fetching stops before the revoke callback, but their progress must still be
+        committed by it or inside it)."""
+        owned = {tp: pos for tp, pos in self._positions.items() if tp in self._fetching}
+        return {tp: OffsetAndMetadata(pos) for tp, pos in {**self._released_positions, **owned}.items()}
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         assert self._fetcher is not None
@@ -441,6 +445,7 @@ class StaticConsumer:
     # -- PartitionOwner: called by the driver ---------------------------------------------------
 
     def stop_fetching(self) -> None:
+        self._released_positions.update({tp: p for tp, p in self._positions.items() if tp in self._fetching})
         self._fetching = frozenset()
         self._positions.clear()
         if self._fetcher is not None:
@@ -454,6 +459,7 @@ class StaticConsumer:
         committed = await self._driver.fetch_committed(partitions) if partitions else {}
         self._fetcher.assign([KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions])
         self._positions = {}
+        self._released_positions = {}
         for tp in partitions:
             offset = committed.get(tp, -1)
             if offset >= 0:
@@ -463,6 +469,8 @@ class StaticConsumer:
         self._changed.set()
 
     async def run_listener(self, kind: str, partitions: Partitions) -> None:
+        if kind == "lost":
+            self._released_positions = {}  # another member may own them already: never commit these
         method = {
             "revoked": self._listener.on_partitions_revoked,
             "assigned": self._listener.on_partitions_assigned,
@@ -475,6 +483,7 @@ class StaticConsumer:
     def became_fatal(self, error: Exception) -> None:
         self._fatal = error
         self.stop_fetching()
+        self._released_positions = {}
 
     def membership_changed(self) -> None:
         self._changed.set()

@@ -147,7 +147,7 @@ class GroupDriver:
         topics: Callable[[], frozenset[str]],
         client_rack: str | None,
         auto_commit_on_revoke: bool,
-        on_request: Callable[[str, Message], None] | None = None,
+        on_request: Callable[[str, int, Message], None] | None = None,
     ) -> None:
         self.config = config
         self.machine = MembershipMachine(config)
@@ -315,7 +315,7 @@ class GroupDriver:
         version = _aiokafka.negotiated_version(versions, cls)
         message = build(version)
         if self._on_request is not None:
-            self._on_request(type(message).__name__, message)
+            self._on_request(type(message).__name__, version, message)
         with anyio.fail_after(timeout_ms / 1000):
             exchange = await _aiokafka.send(
                 self._client, node, message, coordination=coordination, max_version=version

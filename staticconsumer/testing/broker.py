@@ -308,6 +308,7 @@ class EmbeddedKafka:
             if not port_is_free(self.port):
                 try:
                     run_coroutine_blocking(lambda: self._create_topics_async({_READY_TOPIC: 1}))
+                    run_coroutine_blocking(self._group_coordinator_loaded)
                     return
                 except Exception as error:  # not ready yet: ApiVersions or CreateTopics failed
                     last_error = error
@@ -316,6 +317,22 @@ class EmbeddedKafka:
             f"Kafka {self.version} did not become ready within {self.start_timeout:.0f}s "
             f"(last error: {last_error!r}); broker log tail:\n{self.log_tail()}"
         )
+
+    async def _group_coordinator_loaded(self) -> None:
+        """Touch one group per offsets-topic partition so none is still loading when tests start.
+
+        Without this the first JoinGroup of a session may get COORDINATOR_LOAD_IN_PROGRESS: correct
+        broker behaviour, but noise in tests that count requests on the wire.
+        """
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=10_000)
+        await admin.start()
+        try:
+            for group in probe_groups(self.settings.offsets_topic_partitions):
+                await admin.list_consumer_group_offsets(group)
+        finally:
+            await admin.close()
 
     def _raise_if_dead(self, when: str) -> None:
         if self.process is not None and self.process.poll() is not None:
@@ -358,6 +375,31 @@ class EmbeddedKafka:
 
     def add_partitions(self, name: str, total: int) -> None:
         run_coroutine_blocking(lambda: add_partitions(self.bootstrap_servers, name, total))
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, int32 arithmetic)."""
+    value = 0
+    data = text.encode("utf-16-be")
+    for index in range(0, len(data), 2):
+        value = (31 * value + int.from_bytes(data[index : index + 2], "big")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def offsets_partition_for(group: str, partitions: int) -> int:
+    """The __consumer_offsets partition (and so the coordinator) of a group, as Kafka computes it."""
+    return (java_string_hash(group) & 0x7FFFFFFF) % partitions
+
+
+def probe_groups(partitions: int) -> list[str]:
+    """One group name per offsets-topic partition."""
+    found: dict[int, str] = {}
+    index = 0
+    while len(found) < partitions:
+        name = f"__staticconsumer_probe_{index}"
+        found.setdefault(offsets_partition_for(name, partitions), name)
+        index += 1
+    return [found[p] for p in sorted(found)]
 
 
 def _tail(text: str, lines: int = 40) -> str:

@@ -140,3 +140,16 @@ def test_killed_holder_takes_the_jvm_with_it(tmp_path: Path) -> None:
     import shutil
 
     shutil.rmtree(workdir, ignore_errors=True)  # a SIGKILLed owner cannot clean up; the JVM is what matters
+
+
+def test_group_to_offsets_partition_matches_kafka() -> None:
+    from staticconsumer.testing.broker import java_string_hash, offsets_partition_for, probe_groups
+
+    # Values of "...".hashCode() printed by Java 17's jshell.
+    assert java_string_hash("") == 0
+    assert java_string_hash("abc") == 96354
+    assert java_string_hash("my-consumer-group") == 1513705513
+    assert java_string_hash("\U0001F600x") == 54959989  # a surrogate pair counts as two code units
+    assert offsets_partition_for("my-consumer-group", 50) == 1513705513 % 50
+    groups = probe_groups(3)
+    assert sorted(offsets_partition_for(g, 3) for g in groups) == [0, 1, 2]

@@ -15,6 +15,7 @@ from staticconsumer.membership import (
     JoinGroupMember,
     MembershipConfig,
     MembershipMachine,
+    MemberState,
     OffsetAndMetadata,
     TopicPartition,
 )
@@ -148,6 +149,10 @@ class Harness:
             self.now = when
             out.extend(self.feed(ev.Tick))
         return out
+
+    def state(self) -> MemberState:
+        """The machine's state through a call, so type checkers do not narrow it across events."""
+        return self.m.state
 
     def sent(self, cls: type[A]) -> list[A]:
         return of(self.history, cls)

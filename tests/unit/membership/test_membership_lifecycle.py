@@ -121,14 +121,14 @@ def test_static_stop_revokes_commits_and_sends_no_leave_group() -> None:
     out = h.feed(ev.Stop, leave_group=False)
     revoked = one(out, act.PartitionsRevoked)
     assert revoked.reason is ReleaseReason.STOP
-    assert h.m.state in {MemberState.STOPPING}
+    assert h.state() is MemberState.STOPPING
     send = one(h.finish_callback(revoked, t0=99), act.SendOffsetCommit)
     assert send.group_instance_id == INSTANCE
     out = h.commit_answer(send)
     assert kinds(out) == ["CommitCompleted", "Stopped"]
     assert one(out, act.Stopped).error is None
     assert not h.sent(act.SendLeaveGroup)
-    assert h.m.state is MemberState.STOPPED
+    assert h.state() is MemberState.STOPPED
     assert h.run_until(h.now + 600.0) == []
 
 

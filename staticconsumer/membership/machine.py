@@ -249,6 +249,13 @@ class MembershipMachine:
         """Highest offset per partition that the coordinator acknowledged from this member."""
         return dict(self._committed)
 
+    def __repr__(self) -> str:
+        return (
+            f"<MembershipMachine group={self._config.group_id!r} "
+            f"instance={self._config.group_instance_id!r} state={self.state.name} "
+            f"generation={self._generation} member_id={self._member_id!r} leader={self._is_leader}>"
+        )
+
     def next_deadline(self) -> float | None:
         """The earliest future time at which a Tick may change something, or None."""
         candidates: list[float] = []
@@ -635,7 +642,10 @@ class MembershipMachine:
         if self._life not in (_Life.RUNNING, _Life.STOPPING) or self._phase is not MemberState.STABLE:
             log.warning("group %s: not committing on release: no stable generation", self._config.group_id)
             return None
-        if not self._generation_valid() or not self._coordinator_known:
+        if not self._generation_valid():
+            log.warning("group %s: not committing on release: generation was reset", self._config.group_id)
+            return None
+        if not self._coordinator_known:
             log.warning("group %s: not committing on release: coordinator unknown", self._config.group_id)
             return None
         regressions = self._regressions(offsets)

@@ -370,3 +370,11 @@ def test_static_member_that_never_joined_has_nothing_to_leave() -> None:
     out = h.feed(ev.Stop, leave_group=True)
     assert kinds(out) == ["Stopped"]
     assert not h.sent(act.SendLeaveGroup)
+
+
+def test_repr_names_what_a_log_reader_needs() -> None:
+    h = Harness()
+    h.become_stable(generation=9)
+    text = repr(h.m)
+    for part in ("group='g'", f"instance='{INSTANCE}'", "state=STABLE", "generation=9", STATIC_ID):
+        assert part in text

@@ -121,6 +121,13 @@ class _Racks:
         rack = self.rack_of[member]
         return rack is not None and rack not in self.pid_racks[pid]
 
+    def should_move(self, member: int, pid: int) -> bool:
+        """An owned partition is given up for locality only if some member sits on a replica's rack.
+
+        Otherwise no placement can do better, and keeping it avoids moving it on every rebalance.
+        """
+        return self.mismatch(member, pid) and self.candidates(pid) > 0
+
     def matches(self, member: int, pid: int) -> bool:
         rack = self.rack_of[member]
         return rack is not None and rack in self.pid_racks[pid]
@@ -200,10 +207,15 @@ def _constrained(
     out: list[list[int]] = []
     over = 0
     kept: list[int] = []
+    dropped_by: dict[int, int] = {}  # partitions given up for rack locality -> their owner
     for i in range(size):
         own = sorted(claims.owned[i])
         if racks.enabled:
-            own = [pid for pid in own if not racks.mismatch(i, pid)]
+            for pid in own:
+                if racks.should_move(i, pid):
+                    dropped_by[pid] = i
+            if dropped_by:
+                own = [pid for pid in own if pid not in dropped_by]
         if len(own) >= max_q and over < extra:
             quota = max_q
             over += 1
@@ -227,15 +239,25 @@ def _constrained(
         free, over = _rack_fill(free, out, min_q, extra, over, racks)
 
     remaining_over = extra - over
-    needs: list[tuple[int, int]] = []
+    need = [0] * size
     for i in range(size):
         have = len(out[i])
-        need = max(0, min_q - have)
+        need[i] = max(0, min_q - have)
         if remaining_over > 0 and have <= min_q:
-            need += 1
+            need[i] += 1
             remaining_over -= 1
-        needs.append((i, need))
-    _deal(free, needs, out)
+    if dropped_by:
+        # No rack-matching member could take it: back to its owner if the owner has room.
+        rest = []
+        for pid in free:
+            i = dropped_by.get(pid, -1)
+            if i >= 0 and need[i] > 0:
+                out[i].append(pid)
+                need[i] -= 1
+            else:
+                rest.append(pid)
+        free = rest
+    _deal(free, list(enumerate(need)), out)
     return out, kept_len
 
 
@@ -306,13 +328,6 @@ def _general(
     count = [0] * size
     hold: list[dict[int, list[int]]] = [defaultdict(list) for _ in range(size)]
     owner = [-1] * layout.total
-    for i in range(size):
-        for pid in claims.owned[i]:
-            if racks.enabled and racks.mismatch(i, pid):
-                continue
-            hold[i][layout.topic_index(pid)].append(pid)
-            count[i] += 1
-            owner[pid] = i
 
     subscribers: list[list[int]] = [[] for _ in layout.topics]
     tindex = {t: k for k, t in enumerate(layout.topics)}
@@ -321,13 +336,32 @@ def _general(
             subscribers[tindex[t]].append(i)
     for s in subscribers:
         s.sort()
+    # Racks of each topic's subscribers: an owned partition is given up for locality only when
+    # one of them sits on a replica's rack.
+    topic_racks = [{r for i in s if (r := racks.rack_of[i]) is not None} for s in subscribers]
+
+    dropped_by: dict[int, int] = {}
+    for i in range(size):
+        for pid in claims.owned[i]:
+            k = layout.topic_index(pid)
+            if (
+                racks.enabled
+                and racks.mismatch(i, pid)
+                and not topic_racks[k].isdisjoint(racks.pid_racks[pid])
+            ):
+                dropped_by[pid] = i
+                continue
+            hold[i][k].append(pid)
+            count[i] += 1
+            owner[pid] = i
+
     topic_order = sorted(
         (k for k in range(len(layout.topics)) if subscribers[k]),
         key=lambda k: (len(subscribers[k]), java_key(layout.topics[k])),
     )
 
     for k in topic_order:
-        _place_topic(k, subscribers[k], layout, owner, count, hold, racks)
+        _place_topic(k, subscribers[k], layout, owner, count, hold, racks, dropped_by)
 
     moved = True
     while moved:
@@ -351,8 +385,12 @@ def _place_topic(
     count: list[int],
     hold: list[dict[int, list[int]]],
     racks: _Racks,
+    dropped_by: dict[int, int],
 ) -> None:
-    """Give each unowned partition of topic ``k`` to a least-loaded subscriber (rack match wins ties)."""
+    """Give each unowned partition of topic ``k`` to a least-loaded subscriber.
+
+    Among equally loaded subscribers a rack match wins, then the partition's previous owner.
+    """
     start = layout.starts[k]
     free = [pid for pid in range(start, start + layout.counts[layout.topics[k]]) if owner[pid] < 0]
     if not free:
@@ -373,15 +411,19 @@ def _place_topic(
         assert best is not None
         if racks.enabled and not racks.matches(best, pid):
             # Among the least-loaded subscribers, prefer one on a replica's rack.
+            least = count[best]
             for r in racks.pid_racks[pid]:
                 rack_heap = by_rack.get(r)
                 cand = _valid_top(rack_heap, count, 1) if rack_heap else None
                 if (
                     cand is not None
-                    and count[cand] == count[best]
+                    and count[cand] == least
                     and (not racks.matches(best, pid) or cand < best)
                 ):
                     best = cand
+            previous = dropped_by.get(pid, -1)
+            if previous >= 0 and not racks.matches(best, pid) and count[previous] == least:
+                best = previous
         owner[pid] = best
         hold[best][k].append(pid)
         count[best] += 1

@@ -12,11 +12,22 @@ from typing import ClassVar, Self
 
 import msgspec
 
-from staticconsumer.errors import EncodeError
+from staticconsumer.errors import DecodeError, EncodeError
 from staticconsumer.protocol._base import Message, refuse, truncate_reason
-from staticconsumer.protocol._codec import ClassicReader, ClassicWriter, TaggedFields
+from staticconsumer.protocol._codec import (
+    ClassicReader,
+    ClassicWriter,
+    TaggedFields,
+    pack_i16,
+    pack_i32,
+    unpack_i16,
+    unpack_i32,
+    uvarint_bytes,
+)
 
 # --------------------------------------------------------------------------------------------- JoinGroup
+
+_MAX_INT16 = 0x7FFF
 
 
 class JoinGroupRequestProtocol(msgspec.Struct, gc=False):
@@ -97,6 +108,157 @@ class JoinGroupResponseMember(msgspec.Struct, gc=False):
     unknown_tagged_fields: TaggedFields = ()
 
 
+def _write_members(w: ClassicWriter, members: list[JoinGroupResponseMember], with_iid: bool) -> None:
+    """Hot loop (a big group's leader gets every member's metadata): field writes inlined."""
+    if w.flexible:
+        for m in members:
+            data = m.member_id.encode("utf-8")
+            n = len(data)
+            if n > _MAX_INT16:
+                raise EncodeError(f"member id of {n} bytes exceeds the int16 length limit")
+            if n < 0x7F:
+                w.append(n + 1)
+            else:
+                w += uvarint_bytes(n + 1)
+            w += data
+            iid = m.group_instance_id
+            if iid is None:
+                w.append(0)
+            else:
+                data = iid.encode("utf-8")
+                n = len(data)
+                if n > _MAX_INT16:
+                    raise EncodeError(f"instance id of {n} bytes exceeds the int16 length limit")
+                if n < 0x7F:
+                    w.append(n + 1)
+                else:
+                    w += uvarint_bytes(n + 1)
+                w += data
+            data = m.metadata
+            n = len(data)
+            if n < 0x7F:
+                w.append(n + 1)
+            else:
+                w += uvarint_bytes(n + 1)
+            w += data
+            if m.unknown_tagged_fields:
+                w.tagged(m.unknown_tagged_fields)
+            else:
+                w.append(0)
+        return
+    for m in members:
+        if m.unknown_tagged_fields:
+            raise EncodeError("unknown tagged fields can only be written in flexible versions")
+        data = m.member_id.encode("utf-8")
+        if len(data) > _MAX_INT16:
+            raise EncodeError(f"member id of {len(data)} bytes exceeds the int16 length limit")
+        w += pack_i16(len(data))
+        w += data
+        if with_iid:
+            iid = m.group_instance_id
+            if iid is None:
+                w += b"\xff\xff"
+            else:
+                data = iid.encode("utf-8")
+                if len(data) > _MAX_INT16:
+                    raise EncodeError(f"instance id of {len(data)} bytes exceeds the int16 length limit")
+                w += pack_i16(len(data))
+                w += data
+        data = m.metadata
+        w += pack_i32(len(data))
+        w += data
+
+
+def _read_members(r: ClassicReader, n: int, with_iid: bool) -> list[JoinGroupResponseMember]:
+    """Hot loop twin of :func:`_write_members`; every length is checked against the end first."""
+    data = r.data
+    pos = r.pos
+    end = r.end
+    member = JoinGroupResponseMember
+    members: list[JoinGroupResponseMember] = []
+    append = members.append
+    if r.flexible:
+        for _ in range(n):
+            if pos < end and data[pos] < 0x80:
+                size = data[pos] - 1
+                pos += 1
+            else:
+                r.pos = pos
+                size = r.uvarint() - 1
+                pos = r.pos
+            stop = pos + size
+            if size < 0 or stop > end:
+                raise DecodeError("member id: null or longer than the bytes left")
+            member_id = data[pos:stop].decode("utf-8")
+            pos = stop
+            if pos < end and data[pos] < 0x80:
+                size = data[pos] - 1
+                pos += 1
+            else:
+                r.pos = pos
+                size = r.uvarint() - 1
+                pos = r.pos
+            if size < 0:
+                iid = None
+            else:
+                stop = pos + size
+                if stop > end:
+                    raise DecodeError("instance id longer than the bytes left")
+                iid = data[pos:stop].decode("utf-8")
+                pos = stop
+            if pos < end and data[pos] < 0x80:
+                size = data[pos] - 1
+                pos += 1
+            else:
+                r.pos = pos
+                size = r.uvarint() - 1
+                pos = r.pos
+            stop = pos + size
+            if size < 0 or stop > end:
+                raise DecodeError("member metadata: null or longer than the bytes left")
+            metadata = data[pos:stop]
+            pos = stop
+            if pos < end and data[pos] == 0:
+                pos += 1
+                append(member(member_id, iid, metadata, ()))
+            else:
+                r.pos = pos
+                tags = r.tagged()
+                pos = r.pos
+                append(member(member_id, iid, metadata, tags))
+        r.pos = pos
+        return members
+    for _ in range(n):
+        (size,) = unpack_i16(data, pos)
+        pos += 2
+        stop = pos + size
+        if size < 0 or stop > end:
+            raise DecodeError("member id: null or longer than the bytes left")
+        member_id = data[pos:stop].decode("utf-8")
+        pos = stop
+        iid = None
+        if with_iid:
+            (size,) = unpack_i16(data, pos)
+            pos += 2
+            if size >= 0:
+                stop = pos + size
+                if stop > end:
+                    raise DecodeError("instance id longer than the bytes left")
+                iid = data[pos:stop].decode("utf-8")
+                pos = stop
+            elif size != -1:
+                raise DecodeError(f"negative string length {size}")
+        (size,) = unpack_i32(data, pos)
+        pos += 4
+        stop = pos + size
+        if size < 0 or stop > end:
+            raise DecodeError("member metadata: null or longer than the bytes left")
+        append(member(member_id, iid, data[pos:stop], ()))
+        pos = stop
+    r.pos = pos
+    return members
+
+
 class JoinGroupResponse(Message):
     """The join outcome; ``skip_assignment`` (v9+) tells a returning static leader not to reassign."""
 
@@ -137,21 +299,7 @@ class JoinGroupResponse(Message):
             w.boolean(self.skip_assignment)
         w.string(self.member_id)
         w.array_len(len(self.members))
-        string = w.string
-        raw_bytes = w.raw_bytes
-        tagged = w.tagged
-        if version >= 5:
-            nstring = w.nstring
-            for m in self.members:
-                string(m.member_id)
-                nstring(m.group_instance_id)
-                raw_bytes(m.metadata)
-                tagged(m.unknown_tagged_fields)
-        else:
-            for m in self.members:
-                string(m.member_id)
-                raw_bytes(m.metadata)
-                tagged(m.unknown_tagged_fields)
+        _write_members(w, self.members, version >= 5)
         w.tagged(self.unknown_tagged_fields)
 
     @classmethod
@@ -168,16 +316,7 @@ class JoinGroupResponse(Message):
         leader = r.string()
         skip_assignment = r.boolean() if version >= 9 else False
         member_id = r.string()
-        n = r.array_len()
-        string = r.string
-        raw_bytes = r.raw_bytes
-        tagged = r.tagged
-        member = JoinGroupResponseMember
-        if version >= 5:
-            nstring = r.nstring
-            members = [member(string(), nstring(), raw_bytes(), tagged()) for _ in range(n)]
-        else:
-            members = [member(string(), None, raw_bytes(), tagged()) for _ in range(n)]
+        members = _read_members(r, r.array_len(), version >= 5)
         return cls(
             throttle_time_ms,
             error_code,

@@ -13,10 +13,9 @@ import msgspec
 
 from staticconsumer.errors import DecodeError, EncodeError
 from staticconsumer.protocol._base import Message, refuse
-from staticconsumer.protocol._codec import ClassicReader, ClassicWriter, TaggedFields
+from staticconsumer.protocol._codec import ClassicReader, ClassicWriter, TaggedFields, uvarint_bytes
 
 _PART_V6 = struct.Struct(">iqi")  # partition_index, committed_offset, committed_leader_epoch
-_PART_V2 = struct.Struct(">iq")  # partition_index, committed_offset
 _RESP_PART = struct.Struct(">ih")  # partition_index, error_code
 
 # ------------------------------------------------------------------------------------------ OffsetCommit
@@ -34,6 +33,127 @@ class OffsetCommitRequestTopic(msgspec.Struct, gc=False):
     name: str = ""
     partitions: list[OffsetCommitRequestPartition] = msgspec.field(default_factory=list)
     unknown_tagged_fields: TaggedFields = ()
+
+
+_CLASSIC_PART_V2 = struct.Struct(">iqh")  # partition_index, committed_offset, metadata length
+_CLASSIC_PART_V6 = struct.Struct(">iqih")  # ... plus committed_leader_epoch before the metadata length
+_MAX_INT16 = 0x7FFF
+
+
+def _write_partitions(
+    w: ClassicWriter, partitions: list[OffsetCommitRequestPartition], with_epoch: bool
+) -> None:
+    """Hot loop (one entry per committed partition): fixed fields packed in one call."""
+    if w.flexible:
+        pack = _PART_V6.pack
+        for q in partitions:
+            w += pack(q.partition_index, q.committed_offset, q.committed_leader_epoch)
+            meta = q.committed_metadata
+            if meta is None:
+                w.append(0)
+            else:
+                data = meta.encode("utf-8")
+                n = len(data)
+                if n > _MAX_INT16:
+                    raise EncodeError(f"commit metadata of {n} bytes exceeds the int16 length limit")
+                if n < 0x7F:
+                    w.append(n + 1)
+                else:
+                    w += uvarint_bytes(n + 1)
+                w += data
+            if q.unknown_tagged_fields:
+                w.tagged(q.unknown_tagged_fields)
+            else:
+                w.append(0)
+        return
+    for q in partitions:
+        if q.unknown_tagged_fields:
+            raise EncodeError("unknown tagged fields can only be written in flexible versions")
+        meta = q.committed_metadata
+        data = b"" if meta is None else meta.encode("utf-8")
+        n = -1 if meta is None else len(data)
+        if n > _MAX_INT16:
+            raise EncodeError(f"commit metadata of {n} bytes exceeds the int16 length limit")
+        if with_epoch:
+            w += _CLASSIC_PART_V6.pack(q.partition_index, q.committed_offset, q.committed_leader_epoch, n)
+        else:
+            w += _CLASSIC_PART_V2.pack(q.partition_index, q.committed_offset, n)
+        w += data
+
+
+def _read_partitions(r: ClassicReader, n: int, with_epoch: bool) -> list[OffsetCommitRequestPartition]:
+    """Hot loop twin of :func:`_write_partitions`; lengths are checked against the end first."""
+    data = r.data
+    pos = r.pos
+    end = r.end
+    partition = OffsetCommitRequestPartition
+    out: list[OffsetCommitRequestPartition] = []
+    append = out.append
+    meta: str | None
+    if r.flexible:
+        unpack = _PART_V6.unpack_from
+        for _ in range(n):
+            index, offset, epoch = unpack(data, pos)
+            pos += 16
+            if pos < end and data[pos] < 0x80:
+                size = data[pos] - 1
+                pos += 1
+            else:
+                r.pos = pos
+                size = r.uvarint() - 1
+                pos = r.pos
+            if size < 0:
+                meta = None
+            else:
+                stop = pos + size
+                if stop > end:
+                    raise DecodeError("commit metadata longer than the bytes left")
+                meta = data[pos:stop].decode("utf-8")
+                pos = stop
+            if pos < end and data[pos] == 0:
+                pos += 1
+                append(partition(index, offset, epoch, meta, ()))
+            else:
+                r.pos = pos
+                tags = r.tagged()
+                pos = r.pos
+                append(partition(index, offset, epoch, meta, tags))
+        r.pos = pos
+        return out
+    if with_epoch:
+        unpack6 = _CLASSIC_PART_V6.unpack_from
+        for _ in range(n):
+            index, offset, epoch, size = unpack6(data, pos)
+            pos += 18
+            if size < 0:
+                if size != -1:
+                    raise DecodeError(f"negative string length {size}")
+                meta = None
+            else:
+                stop = pos + size
+                if stop > end:
+                    raise DecodeError("commit metadata longer than the bytes left")
+                meta = data[pos:stop].decode("utf-8")
+                pos = stop
+            append(partition(index, offset, epoch, meta, ()))
+    else:
+        unpack2 = _CLASSIC_PART_V2.unpack_from
+        for _ in range(n):
+            index, offset, size = unpack2(data, pos)
+            pos += 14
+            if size < 0:
+                if size != -1:
+                    raise DecodeError(f"negative string length {size}")
+                meta = None
+            else:
+                stop = pos + size
+                if stop > end:
+                    raise DecodeError("commit metadata longer than the bytes left")
+                meta = data[pos:stop].decode("utf-8")
+                pos = stop
+            append(partition(index, offset, -1, meta, ()))
+    r.pos = pos
+    return out
 
 
 class OffsetCommitRequest(Message):
@@ -65,30 +185,12 @@ class OffsetCommitRequest(Message):
         if version <= 4:
             w.i64(self.retention_time_ms)
         w.array_len(len(self.topics))
-        string = w.string
-        nstring = w.nstring
-        tagged = w.tagged
-        array_len = w.array_len
-        if version >= 6:
-            pack6 = _PART_V6.pack
-            for t in self.topics:
-                string(t.name)
-                array_len(len(t.partitions))
-                for p in t.partitions:
-                    w += pack6(p.partition_index, p.committed_offset, p.committed_leader_epoch)
-                    nstring(p.committed_metadata)
-                    tagged(p.unknown_tagged_fields)
-                tagged(t.unknown_tagged_fields)
-        else:
-            pack2 = _PART_V2.pack
-            for t in self.topics:
-                string(t.name)
-                array_len(len(t.partitions))
-                for p in t.partitions:
-                    w += pack2(p.partition_index, p.committed_offset)
-                    nstring(p.committed_metadata)
-                    tagged(p.unknown_tagged_fields)
-                tagged(t.unknown_tagged_fields)
+        with_epoch = version >= 6
+        for t in self.topics:
+            w.string(t.name)
+            w.array_len(len(t.partitions))
+            _write_partitions(w, t.partitions, with_epoch)
+            w.tagged(t.unknown_tagged_fields)
         w.tagged(self.unknown_tagged_fields)
 
     @classmethod
@@ -99,25 +201,13 @@ class OffsetCommitRequest(Message):
         group_instance_id = r.nstring() if version >= 7 else None
         retention_time_ms = r.i64() if version <= 4 else -1
         with_epoch = version >= 6
-        unpack = _PART_V6.unpack_from if with_epoch else _PART_V2.unpack_from
-        step = 16 if with_epoch else 12
-        nstring = r.nstring
-        tagged = r.tagged
-        partition = OffsetCommitRequestPartition
-        data = r.data
-        topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(r.array_len()):
-            name = r.string()
-            partitions: list[OffsetCommitRequestPartition] = []
-            append = partitions.append
-            for _ in range(r.array_len(step)):
-                fixed = unpack(data, r.pos)
-                r.pos += step
-                if with_epoch:
-                    append(partition(fixed[0], fixed[1], fixed[2], nstring(), tagged()))
-                else:
-                    append(partition(fixed[0], fixed[1], -1, nstring(), tagged()))
-            topics.append(OffsetCommitRequestTopic(name, partitions, tagged()))
+        min_size = 12 if r.flexible else (18 if with_epoch else 14)
+        topics = [
+            OffsetCommitRequestTopic(
+                r.string(), _read_partitions(r, r.array_len(min_size), with_epoch), r.tagged()
+            )
+            for _ in range(r.array_len())
+        ]
         return cls(group_id, generation, member_id, group_instance_id, retention_time_ms, topics, r.tagged())
 
 

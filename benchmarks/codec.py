@@ -1,0 +1,317 @@
+"""Codec benchmark: our hand-written encoders/decoders against aiokafka 0.14's generic Struct codec.
+
+    .venv/bin/python benchmarks/codec.py [--repeats 21] [--out benchmarks/results/codec.json]
+
+Workloads (the issue's): a JoinGroup response with 1,000 members and an OffsetCommit request with
+10,000 partitions. Each is timed as encode + decode of the same message, at the version aiokafka also
+implements (JoinGroup v5, OffsetCommit v3) so both sides produce identical bytes (checked before
+timing), and additionally at our highest version (flexible encoding) for reference. Every run is timed
+separately; the report gives median, quartiles and min/max per implementation, and the ratio of the
+medians (aiokafka / ours, so > 1 means we are faster). Results go to a msgspec-typed JSON file with
+the machine (cores, memory) and git revision; a PNG plot is written if matplotlib is importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from aiokafka.protocol.commit import OffsetCommitRequest_v3
+from aiokafka.protocol.group import JoinGroupResponse_v5
+
+from staticconsumer import protocol as p
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "codec.json"
+
+
+class Timing(msgspec.Struct):
+    """Seconds for one encode+decode of the workload, over ``runs`` timed runs."""
+
+    runs: int
+    median_s: float
+    p25_s: float
+    p75_s: float
+    min_s: float
+    max_s: float
+    encode_median_s: float
+    decode_median_s: float
+
+
+class Case(msgspec.Struct):
+    workload: str
+    version: int
+    wire_bytes: int
+    ours: Timing
+    aiokafka: Timing | None
+    speedup_vs_aiokafka: float | None
+    """aiokafka median / our median (same version, identical bytes); None where aiokafka has no such version."""
+
+
+class Environment(msgspec.Struct):
+    cores: int
+    memory_bytes: int | None
+    cpu: str
+    python: str
+    platform: str
+    aiokafka: str
+    msgspec: str
+    git_revision: str
+    git_dirty: bool
+
+
+class Report(msgspec.Struct):
+    benchmark: str
+    created_utc: str
+    command: str
+    environment: Environment
+    cases: list[Case]
+
+
+# ------------------------------------------------------------------------------------------- workloads
+
+
+def join_group_response(members: int = 1000) -> p.JoinGroupResponse:
+    topics = ["orders", "payments", "shipments"]
+    rows = []
+    for i in range(members):
+        instance = f"pod-{i}"
+        metadata = p.Subscription(
+            topics, None, [p.TopicPartitions("orders", [i % 64])], 12, f"rack-{i % 3}"
+        ).encode(0)
+        rows.append(p.JoinGroupResponseMember(f"{instance}-{uuid.UUID(int=i)}", instance, metadata))
+    leader = rows[0].member_id
+    return p.JoinGroupResponse(0, 0, 42, "consumer", "range", leader, False, leader, rows)
+
+
+def offset_commit_request(partitions: int = 10_000, per_topic: int = 100) -> p.OffsetCommitRequest:
+    topics = [
+        p.OffsetCommitRequestTopic(
+            f"topic-{t:03d}",
+            [
+                p.OffsetCommitRequestPartition(i, 1_000_000 + t * per_topic + i, -1, "")
+                for i in range(per_topic)
+            ],
+        )
+        for t in range(partitions // per_topic)
+    ]
+    return p.OffsetCommitRequest("orders-service", 42, "pod-0-member", None, -1, topics)
+
+
+def _aiokafka_join(message: p.JoinGroupResponse) -> JoinGroupResponse_v5:
+    return JoinGroupResponse_v5(
+        message.throttle_time_ms,
+        message.error_code,
+        message.generation_id,
+        message.protocol_name,
+        message.leader,
+        message.member_id,
+        [(m.member_id, m.group_instance_id, m.metadata) for m in message.members],
+    )
+
+
+def _aiokafka_commit(message: p.OffsetCommitRequest) -> OffsetCommitRequest_v3:
+    return OffsetCommitRequest_v3(
+        message.group_id,
+        message.generation_id_or_member_epoch,
+        message.member_id,
+        message.retention_time_ms,
+        [
+            (t.name, [(q.partition_index, q.committed_offset, q.committed_metadata) for q in t.partitions])
+            for t in message.topics
+        ],
+    )
+
+
+# ------------------------------------------------------------------------------------------------ timing
+
+
+def _time(encode: Callable[[], bytes], decode: Callable[[bytes], Any], runs: int, warmup: int) -> Timing:
+    data = encode()
+    for _ in range(warmup):
+        decode(encode())
+    totals: list[float] = []
+    encodes: list[float] = []
+    decodes: list[float] = []
+    for _ in range(runs):
+        gc.collect()
+        t0 = time.perf_counter()
+        data = encode()
+        t1 = time.perf_counter()
+        decode(data)
+        t2 = time.perf_counter()
+        encodes.append(t1 - t0)
+        decodes.append(t2 - t1)
+        totals.append(t2 - t0)
+    q = statistics.quantiles(totals, n=4) if runs >= 2 else [totals[0]] * 3
+    return Timing(
+        runs=runs,
+        median_s=statistics.median(totals),
+        p25_s=q[0],
+        p75_s=q[2],
+        min_s=min(totals),
+        max_s=max(totals),
+        encode_median_s=statistics.median(encodes),
+        decode_median_s=statistics.median(decodes),
+    )
+
+
+def run(runs: int, warmup: int) -> list[Case]:
+    cases: list[Case] = []
+
+    join = join_group_response()
+    theirs_join = _aiokafka_join(join)
+    ours_v5 = join.encode(5)
+    if ours_v5 != theirs_join.encode():
+        raise SystemExit("JoinGroup v5 bytes differ from aiokafka's; the comparison would be meaningless")
+    ours_t = _time(lambda: join.encode(5), lambda b: p.JoinGroupResponse.decode(b, 5), runs, warmup)
+    theirs_t = _time(theirs_join.encode, JoinGroupResponse_v5.decode, runs, warmup)
+    cases.append(
+        Case(
+            "JoinGroupResponse, 1,000 members",
+            5,
+            len(ours_v5),
+            ours_t,
+            theirs_t,
+            theirs_t.median_s / ours_t.median_s,
+        )
+    )
+    v9 = _time(lambda: join.encode(9), lambda b: p.JoinGroupResponse.decode(b, 9), runs, warmup)
+    cases.append(Case("JoinGroupResponse, 1,000 members", 9, len(join.encode(9)), v9, None, None))
+
+    commit = offset_commit_request()
+    theirs_commit = _aiokafka_commit(commit)
+    ours_v3 = commit.encode(3)
+    if ours_v3 != theirs_commit.encode():
+        raise SystemExit("OffsetCommit v3 bytes differ from aiokafka's; the comparison would be meaningless")
+    ours_t = _time(lambda: commit.encode(3), lambda b: p.OffsetCommitRequest.decode(b, 3), runs, warmup)
+    theirs_t = _time(theirs_commit.encode, OffsetCommitRequest_v3.decode, runs, warmup)
+    cases.append(
+        Case(
+            "OffsetCommitRequest, 10,000 partitions",
+            3,
+            len(ours_v3),
+            ours_t,
+            theirs_t,
+            theirs_t.median_s / ours_t.median_s,
+        )
+    )
+    v9 = _time(lambda: commit.encode(9), lambda b: p.OffsetCommitRequest.decode(b, 9), runs, warmup)
+    cases.append(Case("OffsetCommitRequest, 10,000 partitions", 9, len(commit.encode(9)), v9, None, None))
+    return cases
+
+
+# ----------------------------------------------------------------------------------------- environment
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _git(*args: str) -> str:
+    result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return result.stdout.strip()
+
+
+def environment() -> Environment:
+    import aiokafka
+
+    return Environment(
+        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+        memory_bytes=_memory_bytes(),
+        cpu=_cpu(),
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        aiokafka=aiokafka.__version__,
+        msgspec=msgspec.__version__,
+        git_revision=_git("rev-parse", "HEAD") or "unknown",
+        git_dirty=bool(_git("status", "--porcelain", "--", "staticconsumer", "benchmarks")),
+    )
+
+
+def plot(report: Report, path: Path) -> bool:
+    """Bar chart of median encode+decode time with min-max whiskers; skipped without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    labels, medians, lows, highs, colours = [], [], [], [], []
+    for case in report.cases:
+        rows = [("ours", case.ours, "tab:blue")]
+        if case.aiokafka is not None:
+            rows.append(("aiokafka", case.aiokafka, "tab:orange"))
+        for who, timing, colour in rows:
+            labels.append(f"{case.workload}\nv{case.version} {who}")
+            medians.append(timing.median_s * 1e3)
+            lows.append((timing.median_s - timing.min_s) * 1e3)
+            highs.append((timing.max_s - timing.median_s) * 1e3)
+            colours.append(colour)
+    fig, ax = plt.subplots(figsize=(10, 5))
+    ax.barh(range(len(labels)), medians, xerr=[lows, highs], color=colours)
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xlabel("encode + decode, ms (median, min-max)")
+    ax.set_title(f"codec benchmark @ {report.environment.git_revision[:10]}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=21, help="timed runs per implementation")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    cases = run(args.repeats, args.warmup)
+    report = Report(
+        benchmark="codec",
+        created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        command=" ".join([Path(sys.executable).name, *sys.argv]),
+        environment=environment(),
+        cases=cases,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+    for case in cases:
+        line = f"{case.workload:40s} v{case.version}: ours {case.ours.median_s * 1e3:8.2f} ms"
+        if case.aiokafka is not None and case.speedup_vs_aiokafka is not None:
+            line += f"  aiokafka {case.aiokafka.median_s * 1e3:8.2f} ms  x{case.speedup_vs_aiokafka:.1f}"
+        print(line)
+    png = args.out.with_suffix(".png")
+    print(f"wrote {args.out}" + (f" and {png}" if plot(report, png) else " (no matplotlib: no plot)"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,13 +2,21 @@
 
 Every message is a typed msgspec Struct with ``encode(version) -> bytes`` and
 ``decode(data, version)``. :data:`APIS` lists what is implemented; the versions actually sent are the
-highest common ones with each broker (see ``staticconsumer._aiokafka``).
+highest common ones with each broker (see ``staticconsumer._aiokafka``). The sticky assignors' userData
+codecs are re-exported from the pure ``assignors`` package, which owns them.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from assignors.userdata import (
+    StickyMemberData,
+    decode_cooperative_user_data,
+    decode_sticky_user_data,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+)
 from staticconsumer.protocol._base import REASON_MAX_CHARS, Message, truncate_reason
 from staticconsumer.protocol._codec import TaggedFields
 from staticconsumer.protocol.consumer import (
@@ -159,18 +167,23 @@ __all__ = [
     "OffsetFetchResponseTopic",
     "RequestHeader",
     "ResponseHeader",
+    "StickyMemberData",
     "Subscription",
     "SyncGroupRequest",
     "SyncGroupRequestAssignment",
     "SyncGroupResponse",
     "TaggedFields",
     "TopicPartitions",
+    "decode_cooperative_user_data",
     "decode_request_header",
     "decode_response",
     "decode_response_header",
+    "decode_sticky_user_data",
+    "encode_cooperative_user_data",
     "encode_request",
     "encode_request_header",
     "encode_response",
+    "encode_sticky_user_data",
     "frame",
     "payload_version",
     "truncate_reason",

@@ -181,3 +181,20 @@ def test_unknown_tagged_fields_survive_in_wire_order() -> None:
         members=[p.JoinGroupResponseMember("m", None, b"", tags)], unknown_tagged_fields=tags
     )
     assert p.JoinGroupResponse.decode(nested.encode(9), 9) == nested
+
+
+def test_sticky_user_data_is_the_assignors_codec_carried_in_a_subscription() -> None:
+    """One copy of the sticky userData codec (in ``assignors``), carried intact by our Subscription."""
+    import assignors.userdata as owner
+
+    assert p.encode_sticky_user_data is owner.encode_sticky_user_data
+    assert p.decode_cooperative_user_data is owner.decode_cooperative_user_data
+    user_data = p.encode_sticky_user_data([("orders", 0), ("orders", 3), ("pay", 1)], 7)
+    sub = p.Subscription(["orders", "pay"], user_data, [p.TopicPartitions("orders", [0, 3])], 7, None)
+    decoded = p.Subscription.decode(sub.encode())
+    assert decoded.user_data is not None
+    assert p.decode_sticky_user_data(decoded.user_data) == p.StickyMemberData(
+        (("orders", 0), ("orders", 3), ("pay", 1)), 7
+    )
+    cooperative = p.Subscription(["orders"], p.encode_cooperative_user_data(4)).encode()
+    assert p.decode_cooperative_user_data(p.Subscription.decode(cooperative).user_data) == 4

@@ -6,7 +6,7 @@ import pytest
 from membership_harness import INSTANCE, UUID22, Harness, kinds, of, offsets, one, tp
 
 from staticconsumer.errors import ErrorCode, FencedInstanceIdError
-from staticconsumer.membership import FailureKind, MemberState, ReleaseReason
+from staticconsumer.membership import FailureKind, MemberState, ReleaseReason, RequestToken
 from staticconsumer.membership import actions as act
 from staticconsumer.membership import events as ev
 
@@ -378,3 +378,70 @@ def test_repr_names_what_a_log_reader_needs() -> None:
     text = repr(h.m)
     for part in ("group='g'", f"instance='{INSTANCE}'", "state=STABLE", "generation=9", STATIC_ID):
         assert part in text
+
+
+def test_generation_lost_during_the_revoke_callback_skips_the_commit() -> None:
+    """The callback's offsets belong to a generation the coordinator just dropped: committing is futile."""
+    h = Harness()
+    h.become_stable()
+    hb = h.heartbeat_due()
+    h.feed(ev.RequestRejoin, reason="r")
+    revoked = one(h.history, act.PartitionsRevoked)
+    h.feed(ev.HeartbeatResponse, token=hb.token, error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+    out = h.finish_callback(revoked, t0=10)
+    assert kinds(out) == ["SendJoinGroup"]
+    assert one(out, act.SendJoinGroup).member_id == ""
+
+
+def test_coordinator_lost_during_the_revoke_callback_skips_the_commit_and_rediscovers() -> None:
+    h = Harness()
+    h.become_stable()
+    h.feed(ev.RequestRejoin, reason="r")
+    revoked = one(h.history, act.PartitionsRevoked)
+    lookup = one(h.feed(ev.CoordinatorDisconnected), act.FindCoordinator)
+    assert h.finish_callback(revoked, t0=10) == []
+    assert one(h.coordinator_found(lookup), act.SendJoinGroup).member_id == STATIC_ID
+    assert not h.sent(act.SendOffsetCommit)
+
+
+def test_dropping_out_with_no_partitions_rejoins_without_a_callback() -> None:
+    h = Harness()
+    h.become_stable(partitions=[])
+    hb = h.heartbeat_due()
+    out = h.feed(ev.HeartbeatResponse, token=hb.token, error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+    assert kinds(out) == ["SendJoinGroup"]
+
+
+def test_answers_arriving_after_stop_change_nothing() -> None:
+    h = Harness()
+    join = h.start_until_join()
+    sync = one(h.join_answer(join, member_id=STATIC_ID), act.SendSyncGroup)
+    hb = h.heartbeat_due()
+    h.feed(ev.Stop)
+    assert h.state() is MemberState.STOPPED
+    assert h.sync_answer(sync, partitions=[tp("t", 0)]) == []
+    assert h.feed(ev.HeartbeatResponse, token=hb.token, error_code=ErrorCode.FENCED_INSTANCE_ID) == []
+    assert h.state() is MemberState.STOPPED
+
+
+def test_start_twice_is_ignored() -> None:
+    h = Harness()
+    h.start()
+    assert h.feed(ev.Start, protocols=()) == []
+    assert h.state() is MemberState.UNJOINED
+
+
+def test_failure_of_an_unknown_request_is_ignored() -> None:
+    h = Harness()
+    h.become_stable()
+    bogus = RequestToken(request_id=12345, generation=1, member_id=STATIC_ID)
+    assert h.feed(ev.RequestFailed, token=bogus) == []
+    assert h.m.coordinator_known
+
+
+def test_unrecognised_heartbeat_error_backs_off_and_keeps_the_member() -> None:
+    h = Harness()
+    h.become_stable()
+    hb = h.heartbeat_due()
+    assert h.feed(ev.HeartbeatResponse, token=hb.token, error_code=9999) == []
+    assert h.state() is MemberState.STABLE

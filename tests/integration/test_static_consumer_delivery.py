@@ -1,0 +1,134 @@
+"""Delivery guarantees and subscriptions against the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from staticconsumer.consumer import StaticConsumer
+from staticconsumer.membership import TopicPartition
+from staticconsumer.testing import EmbeddedKafka
+
+from .support import FAST, committed_offsets, consume, eventually, produce
+
+pytestmark = pytest.mark.kafka
+
+
+async def test_rolling_restart_processes_every_record_and_commits_never_move_backwards(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    topic = create_topic(partitions=6)
+    bootstrap = kafka_broker.bootstrap_servers
+    total = 600
+    processed: list[tuple[int, int, bytes]] = []
+    regressions: list[str] = []
+    stop_sampling = asyncio.Event()
+
+    async def producer() -> None:
+        kafka = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        await kafka.start()
+        try:
+            for i in range(total):
+                await kafka.send_and_wait(topic, f"v{i}".encode(), key=f"key-{i}".encode())
+                await asyncio.sleep(0.01)
+        finally:
+            await kafka.stop()
+
+    async def sample_commits() -> None:
+        highest: dict[TopicPartition, int] = {}
+        while not stop_sampling.is_set():
+            for tp, offset in (await committed_offsets(bootstrap, unique_group)).items():
+                if offset < highest.get(tp, -1):
+                    regressions.append(f"{tp}: {highest[tp]} -> {offset}")
+                highest[tp] = max(highest.get(tp, -1), offset)
+            await asyncio.sleep(0.2)
+
+    async def member(instance: str, run_for: float) -> None:
+        consumer = StaticConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=unique_group,
+            group_instance_id=instance,
+            enable_auto_commit=False,
+            **FAST,
+        )
+        async with consumer:
+            deadline = time.monotonic() + run_for
+            while time.monotonic() < deadline:
+                batch = await consumer.getmany(timeout_ms=200)
+                for rows in batch.values():
+                    processed.extend((r.partition, r.offset, r.value) for r in rows)
+                if batch:
+                    await consumer.commit()
+
+    sampler = asyncio.create_task(sample_commits())
+    production = asyncio.create_task(producer())
+    # Three members; each in turn is stopped and restarted with the same instance id.
+    runs = [asyncio.create_task(member(f"m{i}", 4.0 + 3.0 * i)) for i in range(3)]
+    restarts = [asyncio.create_task(_after(r, member(f"m{i}", 14.0 - 3.0 * i))) for i, r in enumerate(runs)]
+    await production
+    await asyncio.gather(*restarts)
+    # Everything produced is committed by now; a last member drains whatever is left to be sure.
+    last = StaticConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=unique_group,
+        group_instance_id="m0",
+        enable_auto_commit=False,
+        **FAST,
+    )
+    async with last:
+        end = time.monotonic() + 8
+        while time.monotonic() < end and len({v for _, _, v in processed}) < total:
+            batch = await last.getmany(timeout_ms=300)
+            for rows in batch.values():
+                processed.extend((r.partition, r.offset, r.value) for r in rows)
+            if batch:
+                await last.commit()
+    stop_sampling.set()
+    await sampler
+    values = {v for _, _, v in processed}
+    missing = {f"v{i}".encode() for i in range(total)} - values
+    assert not missing, f"{len(missing)} records never processed, e.g. {sorted(missing)[:5]}"
+    assert regressions == [], regressions
+    duplicates = len(processed) - len(values)
+    assert duplicates < total / 2, f"{duplicates} duplicates: restarts should re-deliver little"
+
+
+async def _after(first: asyncio.Task[None], then: object) -> None:
+    await first
+    await then  # type: ignore[misc]
+
+
+@pytest.mark.both_versions
+async def test_subscription_by_pattern_picks_up_new_matching_topics(
+    kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    kafka_broker.create_topic(f"{unique_topic}-a", 2)
+    kafka_broker.create_topic(f"other-{unique_topic}", 1)
+    consumer = StaticConsumer(
+        pattern=rf"{unique_topic}-.*",
+        bootstrap_servers=bootstrap,
+        group_id=unique_group,
+        group_instance_id="p0",
+        metadata_max_age_ms=1000,
+        **FAST,
+    )
+    async with consumer:
+
+        async def owns(count: int) -> bool:
+            await consumer.getmany(timeout_ms=100)
+            return len(consumer.assignment()) == count
+
+        await eventually(lambda: owns(2), 20, "the matching topic's two partitions")
+        assert {tp.topic for tp in consumer.assignment()} == {f"{unique_topic}-a"}
+        kafka_broker.create_topic(f"{unique_topic}-b", 3)
+        await eventually(lambda: owns(5), 20, "the new matching topic joins the subscription")
+        await produce(bootstrap, f"{unique_topic}-b", 6)
+        records = await consume(consumer, 6)
+        assert {r.topic for r in records} == {f"{unique_topic}-b"}

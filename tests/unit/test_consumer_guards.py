@@ -1,0 +1,46 @@
+"""StaticConsumer refuses what it cannot do properly, before any group request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from staticconsumer import _aiokafka
+from staticconsumer.consumer import StaticConsumer
+from staticconsumer.driver import StaticMembershipUnsupportedError
+from staticconsumer.errors import ConfigurationError
+
+
+class _Client:
+    closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize(("api_key", "offered"), [(11, (0, 4)), (14, (0, 2)), (12, (0, 2)), (8, (2, 6))])
+async def test_broker_too_old_for_instance_ids_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, api_key: int, offered: tuple[int, int]
+) -> None:
+    modern = {11: (0, 9), 14: (0, 5), 12: (0, 4), 8: (2, 9)}
+
+    async def versions(client: Any, node: int, *, coordination: bool = True) -> dict[int, tuple[int, int]]:
+        return {**modern, api_key: offered}
+
+    monkeypatch.setattr(_aiokafka, "any_node", lambda client: 1)
+    monkeypatch.setattr(_aiokafka, "broker_versions", versions)
+    consumer = StaticConsumer("t", bootstrap_servers="127.0.0.1:1", group_id="g", group_instance_id="pod-0")
+    consumer._client = _Client()
+    with pytest.raises(StaticMembershipUnsupportedError, match=r"group\.instance\.id needs v\d\+"):
+        await consumer._check_static_membership_supported()
+
+
+def test_topics_and_pattern_together_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="not both"):
+        StaticConsumer("t", pattern="x.*", bootstrap_servers="127.0.0.1:1", group_id="g")
+
+
+def test_a_group_is_required() -> None:
+    with pytest.raises(ConfigurationError, match="GROUP_ID"):
+        StaticConsumer("t", bootstrap_servers="127.0.0.1:1")

@@ -175,17 +175,54 @@ async def send(
     *,
     coordination: bool = True,
     max_version: int | None = None,
+    timeout_ms: int | None = None,
 ) -> Exchange:
-    """Send through ``AIOKafkaClient.send`` (group coordination connection by default)."""
+    """Send through an ``AIOKafkaClient`` (group coordination connection by default).
+
+    ``timeout_ms`` overrides the client's request timeout for this request only. A JoinGroup needs it:
+    the broker may hold it for the whole rebalance, and Java waits max(request.timeout.ms, rebalance
+    timeout + 5 s) where aiokafka would give up after its fixed request timeout.
+    """
     request = ProtocolRequest(message, max_version=max_version)
-    result = await client.send(node_id, request, group=_connection_group(coordination))
-    return _unwrap(request, result)
+    group = _connection_group(coordination)
+    if timeout_ms is None:
+        result = await client.send(node_id, request, group=group)
+        return _unwrap(request, result)
+    if not await client.ready(node_id, group=group):
+        from aiokafka.errors import NodeNotReadyError
+
+        raise NodeNotReadyError(f"broker {node_id} is not ready")
+    return await _send_with_timeout(client._conns[(node_id, group)], request, timeout_ms)
 
 
-async def send_on_connection(conn: Any, message: Message, *, max_version: int | None = None) -> Exchange:
+async def send_on_connection(
+    conn: Any, message: Message, *, max_version: int | None = None, timeout_ms: int | None = None
+) -> Exchange:
     """Send over one ``AIOKafkaConnection`` (from ``aiokafka.conn.create_conn``)."""
     request = ProtocolRequest(message, max_version=max_version)
-    result = await conn.send(request)
+    if timeout_ms is None:
+        return _unwrap(request, await conn.send(request))
+    return await _send_with_timeout(conn, request, timeout_ms)
+
+
+async def _send_with_timeout(conn: Any, request: ProtocolRequest, timeout_ms: int) -> Exchange:
+    """``conn.send`` binds ``conn._request_timeout`` into its waiter when called, synchronously; swapping
+    the attribute around that one call gives this request its own timeout without touching others."""
+    from aiokafka.conn import CloseReason
+    from aiokafka.errors import RequestTimedOutError
+
+    saved = conn._request_timeout
+    conn._request_timeout = timeout_ms / 1000
+    try:
+        waiter = conn.send(request)
+    finally:
+        conn._request_timeout = saved
+    try:
+        result = await waiter
+    except TimeoutError as exc:
+        # as AIOKafkaClient.send does: the connection may hold a late answer, so renew it
+        conn.close(reason=CloseReason.CONNECTION_TIMEOUT)
+        raise RequestTimedOutError() from exc
     return _unwrap(request, result)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from aiokafka.conn import create_conn
+from aiokafka.errors import RequestTimedOutError
 
 from staticconsumer import _aiokafka as bridge
 from staticconsumer import protocol as p
@@ -29,6 +30,7 @@ class FakeBroker:
     respond: Responder
     received: list[tuple[int, int, p.RequestHeader, Message]] = field(default_factory=list)
     port: int = 0
+    delay_s: float = 0.0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -46,6 +48,8 @@ class FakeBroker:
                 header, offset = p.decode_request_header(frame, version >= spec.flexible_from)
                 message = spec.request.decode(frame, version, offset)
                 self.received.append((api_key, version, header, message))
+                if self.delay_s:
+                    await asyncio.sleep(self.delay_s)
                 answer = self.respond(message, version)
                 if isinstance(answer, bytes):  # a deliberately broken body
                     head = struct.pack(">i", correlation_id) + (
@@ -83,6 +87,8 @@ def _echo_responder(message: Message, version: int) -> Message | bytes:
                 for t in message.topics
             ],
         )
+    if isinstance(message, p.DescribeGroupsRequest):
+        return p.DescribeGroupsResponse(0, [p.DescribedGroup(0, g) for g in message.groups])
     if isinstance(message, p.SyncGroupRequest):
         return b"\x7f\xff\xff\xff"  # garbage: a throttle time, then nothing
     raise AssertionError(f"unexpected {message!r}")
@@ -91,7 +97,8 @@ def _echo_responder(message: Message, version: int) -> Message | bytes:
 @pytest.fixture
 async def broker() -> AsyncIterator[FakeBroker]:
     fake = FakeBroker(
-        ranges={11: (0, 9), 12: (0, 4), 8: (2, 10), 14: (0, 5), 13: (0, 5)}, respond=_echo_responder
+        ranges={11: (0, 9), 12: (0, 4), 8: (2, 10), 14: (0, 5), 13: (0, 5), 15: (0, 6)},
+        respond=_echo_responder,
     )
     server = await asyncio.start_server(fake.handle, "127.0.0.1", 0)
     fake.port = server.sockets[0].getsockname()[1]
@@ -168,6 +175,31 @@ async def test_missing_api_and_bad_body(broker: FakeBroker) -> None:
         assert conn.connected()
         ok = await bridge.send_on_connection(conn, p.HeartbeatRequest("g", 1, "m"))
         assert ok.version == 4
+    finally:
+        conn.close()
+
+
+async def test_per_request_timeout(broker: FakeBroker) -> None:
+    """A long JoinGroup gets its own timeout; other requests keep the connection's."""
+    broker.delay_s = 0.4
+    conn = await create_conn("127.0.0.1", broker.port, request_timeout_ms=150)
+    try:
+        with pytest.raises(asyncio.TimeoutError):
+            await bridge.send_on_connection(conn, p.DescribeGroupsRequest(["g"]))
+    finally:
+        conn.close()
+    conn = await create_conn("127.0.0.1", broker.port, request_timeout_ms=150)
+    try:
+        slow = await bridge.send_on_connection(conn, p.DescribeGroupsRequest(["g"]), timeout_ms=5000)
+        assert slow.response_as(p.DescribeGroupsResponse).groups[0].group_id == "g"
+        assert conn._request_timeout == 0.15  # restored for the next request
+    finally:
+        conn.close()
+    conn = await create_conn("127.0.0.1", broker.port)
+    try:
+        with pytest.raises(RequestTimedOutError):
+            await bridge.send_on_connection(conn, p.DescribeGroupsRequest(["g"]), timeout_ms=50)
+        assert not conn.connected()
     finally:
         conn.close()
 

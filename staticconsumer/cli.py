@@ -42,9 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="staticconsumer", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo = commands.add_parser("demo", help="run the demo against an embedded broker")
+    demo = commands.add_parser("demo", help="rolling-bounce demo on an embedded broker: static vs dynamic")
     demo.add_argument("--kafka-version", default=None, help=f"default {DEFAULT_VERSION}")
-    demo.add_argument("--records", type=int, default=1000)
 
     broker = commands.add_parser("broker", help="the embedded development broker")
     broker_commands = broker.add_subparsers(dest="broker_command", required=True)
@@ -52,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kafka-version", default=None, help=f"default {DEFAULT_VERSION}; '3.9' for 3.9.x")
     prefetch = broker_commands.add_parser("prefetch", help="resolve the broker jars into the cache")
     prefetch.add_argument(
-        "--kafka-version", action="append", default=None,
+        "--kafka-version",
+        action="append",
+        default=None,
         help=f"repeatable; default both pinned lines ({DEFAULT_VERSION}, {OLD_COORDINATOR_VERSION})",
     )
     return parser
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from staticconsumer.demo import run_demo
 
-        return run_demo(args.kafka_version, args.records)
+        return run_demo(args.kafka_version)
     if args.command == "broker" and args.broker_command == "run":
         return _run_broker(args.kafka_version)
     if args.command == "broker" and args.broker_command == "prefetch":

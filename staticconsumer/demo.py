@@ -1,64 +1,270 @@
-"""The main job: a demo against the embedded broker.
+"""The main job: a rolling bounce on an embedded broker, static membership against dynamic.
 
-Until StaticConsumer lands (issue 4) this is a produce/consume round trip through aiokafka on a
-freshly launched real broker, which proves the whole set-up on a new machine end to end.
+Three consumers run in separate processes on one topic while a producer writes steadily. Each is
+stopped and restarted in turn, as a Kubernetes rolling update does. With static membership the group
+should not rebalance at all; with dynamic membership every restart costs about two rebalances. The demo
+prints, per mode, the rebalances (generation changes), the partitions revoked from members that did
+not restart, and each restart's time from process start to first record.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import json
 import logging
+import signal
+import statistics
+import subprocess
+import sys
+import threading
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaProducer
 
+from staticconsumer.consumer import ConsumerRebalanceListener, StaticConsumer
+from staticconsumer.membership import TopicPartition
 from staticconsumer.testing import EmbeddedKafka
 
+MEMBERS = 3
+PARTITIONS_PER_MEMBER = 4
+SESSION_TIMEOUT_MS = 10_000
+HEARTBEAT_INTERVAL_MS = 1_000
+PRODUCE_PER_SECOND = 200
 
-async def round_trip(bootstrap_servers: str, topic: str, records: int) -> dict[int, int]:
-    """Produce ``records`` keyed records and consume them all back; returns records per partition."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all")
+
+# -- one member process ----------------------------------------------------------------------------
+
+
+def _say(event: str, **fields: Any) -> None:
+    print(json.dumps({"e": event, "t": time.time(), **fields}), flush=True)
+
+
+class _Reporter(ConsumerRebalanceListener):
+    def __init__(self, consumer_ref: list[StaticConsumer]) -> None:
+        self._consumer = consumer_ref
+
+    def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
+        _say("assigned", n=len(assigned), gen=self._consumer[0].generation)
+
+    def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
+        _say("revoked", n=len(revoked))
+
+    def on_partitions_lost(self, lost: frozenset[TopicPartition]) -> None:
+        _say("lost", n=len(lost))
+
+
+async def run_member(bootstrap: str, topic: str, group: str, instance: str | None) -> int:
+    """Consume until SIGTERM, then stop the way a pod does (static: no LeaveGroup)."""
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    stopping = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    holder: list[StaticConsumer] = []
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        group_instance_id=instance,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+        auto_commit_interval_ms=1000,
+        auto_offset_reset="latest",
+        listener=_Reporter(holder),
+    )
+    holder.append(consumer)
+    await consumer.start()
+    _say("started")
+    first = True
+    while not stopping.is_set():
+        batch = await consumer.getmany(timeout_ms=200)
+        if first and batch:
+            first = False
+            _say("first_record", gen=consumer.generation)
+    await consumer.stop()
+    _say("stopped")
+    return 0
+
+
+# -- the orchestrator ------------------------------------------------------------------------------
+
+
+@dataclass
+class Member:
+    index: int
+    process: subprocess.Popen[str]
+    spawned_at: float
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def first(self, event: str) -> dict[str, Any] | None:
+        return next((e for e in self.events if e["e"] == event), None)
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    rebalances: int
+    revoked_from_others: int
+    restart_to_first_record: list[float]
+
+    @property
+    def median_restart(self) -> float:
+        return (
+            statistics.median(self.restart_to_first_record) if self.restart_to_first_record else float("nan")
+        )
+
+
+def _spawn(index: int, bootstrap: str, topic: str, group: str, static: bool) -> Member:
+    command = [sys.executable, "-m", "staticconsumer.demo", "member", bootstrap, topic, group]
+    if static:
+        command.append(f"demo-{index}")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    member = Member(index, process, time.time())
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            with contextlib.suppress(json.JSONDecodeError):
+                member.events.append(json.loads(line))
+
+    threading.Thread(target=read, daemon=True).start()
+    return member
+
+
+async def _wait_for(check: Any, within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"demo: not within {within:.0f}s: {what}")
+        await asyncio.sleep(0.1)
+
+
+async def _produce_steadily(bootstrap: str, topic: str, stop: asyncio.Event) -> int:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
+    sent = 0
     try:
-        for i in range(records):
-            await producer.send(topic, f"record-{i}".encode(), key=f"key-{i}".encode())
-        await producer.flush()
+        while not stop.is_set():
+            await producer.send(topic, str(time.time()).encode(), key=f"k{sent}".encode())
+            sent += 1
+            await asyncio.sleep(1 / PRODUCE_PER_SECOND)
     finally:
         await producer.stop()
-    consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap_servers, group_id="demo-round-trip", auto_offset_reset="earliest"
-    )
-    await consumer.start()
-    per_partition: dict[int, int] = {}
+    return sent
+
+
+def _generations(members: list[Member]) -> set[int]:
+    return {e["gen"] for m in members for e in m.events if e["e"] == "assigned"}
+
+
+async def run_mode(kafka: EmbeddedKafka, static: bool) -> ModeResult:
+    mode = "static" if static else "dynamic"
+    topic, group = f"demo-{mode}", f"demo-{mode}"
+    kafka.create_topic(topic, MEMBERS * PARTITIONS_PER_MEMBER)
+    bootstrap = kafka.bootstrap_servers
+    stop_producing = asyncio.Event()
+    producing = asyncio.create_task(_produce_steadily(bootstrap, topic, stop_producing))
+    members = [_spawn(i, bootstrap, topic, group, static) for i in range(MEMBERS)]
+    everyone: list[Member] = list(members)
     try:
-        async with asyncio.timeout(60):
-            while sum(per_partition.values()) < records:
-                for tp, batch in (await consumer.getmany(timeout_ms=500)).items():
-                    per_partition[tp.partition] = per_partition.get(tp.partition, 0) + len(batch)
-        await consumer.commit()
+
+        def settled() -> bool:
+            latest = [
+                next((e for e in reversed(m.events) if e["e"] in ("assigned", "revoked")), None)
+                for m in members
+            ]
+            gens = {e["gen"] for e in latest if e is not None and e["e"] == "assigned"}
+            return (
+                all(e is not None and e["e"] == "assigned" for e in latest)
+                and len(gens) == 1
+                and sum(e["n"] for e in latest if e is not None) == MEMBERS * PARTITIONS_PER_MEMBER
+            )
+
+        await _wait_for(settled, 60, f"{mode} group to settle")
+        start_generation = max(_generations(members))
+        print(f"  {mode}: {MEMBERS} members stable in generation {start_generation}; bouncing each in turn")
+        restart_times: list[float] = []
+        revoked_from_others = 0
+        for index in range(MEMBERS):
+            others = [m for m in members if m.index != index]
+            revokes_before = sum(1 for m in others for e in m.events if e["e"] in ("revoked", "lost"))
+            old = members[index]
+            old.process.send_signal(signal.SIGTERM)
+            await asyncio.get_running_loop().run_in_executor(None, old.process.wait)
+            new = _spawn(index, bootstrap, topic, group, static)
+            members[index] = new
+            everyone.append(new)
+            await _wait_for(
+                lambda new=new: new.first("first_record") is not None, 60, "restarted member's record"
+            )
+            first_record = new.first("first_record")
+            assert first_record is not None
+            restart_times.append(first_record["t"] - new.spawned_at)
+            await _wait_for(settled, 60, f"{mode} group to settle after restart {index}")
+            await asyncio.sleep(1.5)  # let late revokes or rebalances show before the next restart
+            revoked_from_others += sum(
+                1 for m in others for e in m.events if e["e"] in ("revoked", "lost")
+            ) - (revokes_before)
+            print(f"    restart {index}: first record {restart_times[-1]:.2f}s after process start")
+        rebalances = len({g for g in _generations(everyone) if g > start_generation})
+        return ModeResult(mode, rebalances, revoked_from_others, restart_times)
     finally:
-        await consumer.stop()
-    return per_partition
+        stop_producing.set()
+        await producing
+        for member in members:
+            if member.process.poll() is None:
+                member.process.send_signal(signal.SIGTERM)
+        for member in members:
+            try:
+                member.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                member.process.kill()
 
 
-def run_demo(version: str | None = None, records: int = 1000) -> int:
-    # aiokafka logs the broker's "coordinator not available yet" at ERROR while the offsets topic is
-    # created; it retries on its own, so the demo shows only what is worth a reader's attention.
+def run_demo(version: str | None = None) -> int:
+    """Run both modes on one embedded broker and print the comparison."""
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     print(f"Starting an embedded Kafka broker ({version or 'default version'}) on loopback ...")
     with EmbeddedKafka(version) as kafka:
+        print(f"Kafka {kafka.version} ready at {kafka.bootstrap_servers} in {kafka.start_seconds:.1f}s")
         print(
-            f"Kafka {kafka.version} ready at {kafka.bootstrap_servers} in {kafka.start_seconds:.1f}s "
-            f"(jar resolution {kafka.resolve_seconds:.1f}s)"
+            f"Rolling bounce: {MEMBERS} consumer processes, {MEMBERS * PARTITIONS_PER_MEMBER} partitions, "
+            f"{PRODUCE_PER_SECOND} records/s, session timeout {SESSION_TIMEOUT_MS / 1000:.0f}s"
         )
-        kafka.create_topic("demo", partitions=3)
-        started = time.monotonic()
-        per_partition = asyncio.run(round_trip(kafka.bootstrap_servers, "demo", records))
-        elapsed = time.monotonic() - started
-        total = sum(per_partition.values())
-        print(f"Round trip: produced and consumed {total} records in {elapsed:.2f}s")
-        for partition in sorted(per_partition):
-            print(f"  partition {partition}: {per_partition[partition]} records")
-        ok = total == records
-    print("Broker stopped." + ("" if ok else " Records were lost!"))
+        results = [asyncio.run(run_mode(kafka, static=True)), asyncio.run(run_mode(kafka, static=False))]
+    print()
+    print(f"{'membership':<12}{'rebalances':>12}{'revoked from others':>22}{'median restart->record':>25}")
+    for r in results:
+        print(f"{r.mode:<12}{r.rebalances:>12}{r.revoked_from_others:>22}{r.median_restart:>24.2f}s")
+    static, dynamic = results
+    ok = static.rebalances == 0 and static.revoked_from_others == 0
+    print()
+    print(
+        "Static membership held: no rebalance during the rolling bounce."
+        if ok
+        else "Static membership did NOT hold: see the rebalances above."
+    )
+    print(f"Dynamic membership for contrast: {dynamic.rebalances} rebalances for {MEMBERS} restarts.")
     return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m staticconsumer.demo")
+    commands = parser.add_subparsers(dest="command", required=True)
+    member = commands.add_parser("member", help="(internal) one consumer process of the demo")
+    member.add_argument("bootstrap")
+    member.add_argument("topic")
+    member.add_argument("group")
+    member.add_argument("instance", nargs="?", default=None)
+    run = commands.add_parser("run")
+    run.add_argument("--kafka-version", default=None)
+    args = parser.parse_args(argv)
+    if args.command == "member":
+        return asyncio.run(run_member(args.bootstrap, args.topic, args.group, args.instance))
+    return run_demo(args.kafka_version)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""The README's main job, as a test: a rolling bounce of three consumer processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from staticconsumer.demo import MEMBERS, run_mode
+from staticconsumer.testing import EmbeddedKafka
+
+pytestmark = pytest.mark.kafka
+
+
+async def test_rolling_bounce_static_never_rebalances_dynamic_does(kafka_broker: EmbeddedKafka) -> None:
+    static = await run_mode(kafka_broker, static=True)
+    assert static.rebalances == 0
+    assert static.revoked_from_others == 0
+    assert len(static.restart_to_first_record) == MEMBERS
+    dynamic = await run_mode(kafka_broker, static=False)
+    assert dynamic.rebalances >= MEMBERS, "each dynamic restart rebalances at least once"
+    assert dynamic.revoked_from_others > 0

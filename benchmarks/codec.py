@@ -27,6 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# Run as a script, Python puts benchmarks/ first on sys.path, where benchmarks/assignors.py would
+# shadow the real ``assignors`` package that staticconsumer.protocol re-exports from.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
 import msgspec
 from aiokafka.protocol.commit import OffsetCommitRequest_v3
 from aiokafka.protocol.group import JoinGroupResponse_v5
@@ -57,7 +62,7 @@ class Case(msgspec.Struct):
     ours: Timing
     aiokafka: Timing | None
     speedup_vs_aiokafka: float | None
-    """aiokafka median / our median (same version, identical bytes); None where aiokafka has no such version."""
+    """aiokafka median / our median (same version, identical bytes); None without an aiokafka twin."""
 
 
 class Environment(msgspec.Struct):
@@ -138,26 +143,10 @@ def _aiokafka_commit(message: p.OffsetCommitRequest) -> OffsetCommitRequest_v3:
 # ------------------------------------------------------------------------------------------------ timing
 
 
-def _time(encode: Callable[[], bytes], decode: Callable[[bytes], Any], runs: int, warmup: int) -> Timing:
-    data = encode()
-    for _ in range(warmup):
-        decode(encode())
-    totals: list[float] = []
-    encodes: list[float] = []
-    decodes: list[float] = []
-    for _ in range(runs):
-        gc.collect()
-        t0 = time.perf_counter()
-        data = encode()
-        t1 = time.perf_counter()
-        decode(data)
-        t2 = time.perf_counter()
-        encodes.append(t1 - t0)
-        decodes.append(t2 - t1)
-        totals.append(t2 - t0)
-    q = statistics.quantiles(totals, n=4) if runs >= 2 else [totals[0]] * 3
+def _summary(totals: list[float], encodes: list[float], decodes: list[float]) -> Timing:
+    q = statistics.quantiles(totals, n=4) if len(totals) >= 2 else [totals[0]] * 3
     return Timing(
-        runs=runs,
+        runs=len(totals),
         median_s=statistics.median(totals),
         p25_s=q[0],
         p75_s=q[2],
@@ -168,48 +157,70 @@ def _time(encode: Callable[[], bytes], decode: Callable[[bytes], Any], runs: int
     )
 
 
+Codec = tuple[Callable[[], bytes], Callable[[bytes], Any]]
+
+
+def _time(codecs: list[Codec], runs: int, warmup: int) -> list[Timing]:
+    """Time each codec ``runs`` times, interleaved (rotating the order every run), so that noise from a
+    busy machine falls on all of them alike instead of on whichever happened to run during it."""
+    for encode, decode in codecs:
+        for _ in range(warmup):
+            decode(encode())
+    samples: list[tuple[list[float], list[float], list[float]]] = [([], [], []) for _ in codecs]
+    for run_index in range(runs):
+        for k in range(len(codecs)):
+            which = (run_index + k) % len(codecs)
+            encode, decode = codecs[which]
+            gc.collect()
+            t0 = time.perf_counter()
+            data = encode()
+            t1 = time.perf_counter()
+            decode(data)
+            t2 = time.perf_counter()
+            totals, encodes, decodes = samples[which]
+            totals.append(t2 - t0)
+            encodes.append(t1 - t0)
+            decodes.append(t2 - t1)
+    return [_summary(*sample) for sample in samples]
+
+
 def run(runs: int, warmup: int) -> list[Case]:
     cases: list[Case] = []
-
+    join_name = "JoinGroupResponse, 1,000 members"
     join = join_group_response()
     theirs_join = _aiokafka_join(join)
     ours_v5 = join.encode(5)
     if ours_v5 != theirs_join.encode():
         raise SystemExit("JoinGroup v5 bytes differ from aiokafka's; the comparison would be meaningless")
-    ours_t = _time(lambda: join.encode(5), lambda b: p.JoinGroupResponse.decode(b, 5), runs, warmup)
-    theirs_t = _time(theirs_join.encode, JoinGroupResponse_v5.decode, runs, warmup)
-    cases.append(
-        Case(
-            "JoinGroupResponse, 1,000 members",
-            5,
-            len(ours_v5),
-            ours_t,
-            theirs_t,
-            theirs_t.median_s / ours_t.median_s,
-        )
+    ours, theirs, v9 = _time(
+        [
+            (lambda: join.encode(5), lambda b: p.JoinGroupResponse.decode(b, 5)),
+            (theirs_join.encode, JoinGroupResponse_v5.decode),
+            (lambda: join.encode(9), lambda b: p.JoinGroupResponse.decode(b, 9)),
+        ],
+        runs,
+        warmup,
     )
-    v9 = _time(lambda: join.encode(9), lambda b: p.JoinGroupResponse.decode(b, 9), runs, warmup)
-    cases.append(Case("JoinGroupResponse, 1,000 members", 9, len(join.encode(9)), v9, None, None))
+    cases.append(Case(join_name, 5, len(ours_v5), ours, theirs, theirs.median_s / ours.median_s))
+    cases.append(Case(join_name, 9, len(join.encode(9)), v9, None, None))
 
+    commit_name = "OffsetCommitRequest, 10,000 partitions"
     commit = offset_commit_request()
     theirs_commit = _aiokafka_commit(commit)
     ours_v3 = commit.encode(3)
     if ours_v3 != theirs_commit.encode():
         raise SystemExit("OffsetCommit v3 bytes differ from aiokafka's; the comparison would be meaningless")
-    ours_t = _time(lambda: commit.encode(3), lambda b: p.OffsetCommitRequest.decode(b, 3), runs, warmup)
-    theirs_t = _time(theirs_commit.encode, OffsetCommitRequest_v3.decode, runs, warmup)
-    cases.append(
-        Case(
-            "OffsetCommitRequest, 10,000 partitions",
-            3,
-            len(ours_v3),
-            ours_t,
-            theirs_t,
-            theirs_t.median_s / ours_t.median_s,
-        )
+    ours, theirs, v9 = _time(
+        [
+            (lambda: commit.encode(3), lambda b: p.OffsetCommitRequest.decode(b, 3)),
+            (theirs_commit.encode, OffsetCommitRequest_v3.decode),
+            (lambda: commit.encode(9), lambda b: p.OffsetCommitRequest.decode(b, 9)),
+        ],
+        runs,
+        warmup,
     )
-    v9 = _time(lambda: commit.encode(9), lambda b: p.OffsetCommitRequest.decode(b, 9), runs, warmup)
-    cases.append(Case("OffsetCommitRequest, 10,000 partitions", 9, len(commit.encode(9)), v9, None, None))
+    cases.append(Case(commit_name, 3, len(ours_v3), ours, theirs, theirs.median_s / ours.median_s))
+    cases.append(Case(commit_name, 9, len(commit.encode(9)), v9, None, None))
     return cases
 
 

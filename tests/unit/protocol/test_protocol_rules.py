@@ -198,3 +198,13 @@ def test_sticky_user_data_is_the_assignors_codec_carried_in_a_subscription() -> 
     )
     cooperative = p.Subscription(["orders"], p.encode_cooperative_user_data(4)).encode()
     assert p.decode_cooperative_user_data(p.Subscription.decode(cooperative).user_data) == 4
+
+
+def test_decoders_accept_any_bytes_like_input() -> None:
+    message = p.SyncGroupRequest(
+        "g", 3, "m", INSTANCE_ID, "consumer", "range", [p.SyncGroupRequestAssignment("m", b"a")]
+    )
+    wire = message.encode(5)
+    for data in (wire, bytearray(wire), memoryview(wire)):
+        assert p.SyncGroupRequest.decode(data, 5) == message
+    assert p.Assignment.decode(memoryview(p.Assignment().encode())) == p.Assignment()

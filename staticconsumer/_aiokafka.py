@@ -300,3 +300,10 @@ async def topic_partitions(client: Any, topics: frozenset[str] | None) -> dict[s
             rows.append(PartitionReplicas(partition, frozenset(racks)))
         result[topic] = rows
     return result
+
+
+def is_timeout(error: BaseException) -> bool:
+    """Whether a failed send timed out (aiokafka's RequestTimedOutError or a plain TimeoutError)."""
+    from aiokafka.errors import RequestTimedOutError
+
+    return isinstance(error, TimeoutError | RequestTimedOutError)

@@ -173,9 +173,7 @@ class StaticConsumer:
             retry_backoff_max_ms=s.retry_backoff_max_ms,
             request_timeout_ms=s.request_timeout_ms,
         )
-        client_kwargs = s.aiokafka_client_kwargs()
-        client_kwargs["request_timeout_ms"] = config.join_request_timeout_ms
-        self._client = _aiokafka.new_client(**client_kwargs)
+        self._client = _aiokafka.new_client(**s.aiokafka_client_kwargs())
         await self._client.bootstrap()
         if s.group_instance_id is not None:
             await self._check_static_membership_supported()

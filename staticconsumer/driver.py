@@ -316,14 +316,13 @@ class GroupDriver:
         message = build(version)
         if self._on_request is not None:
             self._on_request(type(message).__name__, version, message)
-        with anyio.fail_after(timeout_ms / 1000):
-            exchange = await _aiokafka.send(
-                self._client, node, message, coordination=coordination, max_version=version
-            )
+        exchange = await _aiokafka.send(
+            self._client, node, message, coordination=coordination, max_version=version, timeout_ms=timeout_ms
+        )
         return exchange.response
 
     def _failed(self, token: RequestToken, error: BaseException) -> None:
-        kind = FailureKind.TIMED_OUT if isinstance(error, TimeoutError) else FailureKind.DISCONNECTED
+        kind = FailureKind.TIMED_OUT if _aiokafka.is_timeout(error) else FailureKind.DISCONNECTED
         log.info("request %d failed (%s): %r", token.request_id, kind.value, error)
         self.post(events.RequestFailed(now=self.now(), token=token, kind=kind))
 
@@ -548,8 +547,13 @@ class GroupDriver:
                     OFFSET_FETCH_MAX_VERSION, _aiokafka.negotiated_version(versions, OffsetFetchRequest)
                 )
                 message = build(version)
-                with anyio.fail_after(self.config.request_timeout_ms / 1000):
-                    exchange = await _aiokafka.send(self._client, node, message, max_version=version)
+                exchange = await _aiokafka.send(
+                    self._client,
+                    node,
+                    message,
+                    max_version=version,
+                    timeout_ms=self.config.request_timeout_ms,
+                )
                 response = exchange.response_as(OffsetFetchResponse)
                 codes = {p.error_code for t in response.topics for p in t.partitions} | {response.error_code}
                 retriable = codes & {

@@ -1,6 +1,38 @@
-"""staticconsumer: an asyncio Kafka consumer that owns static group membership.
+"""staticconsumer: an asyncio Kafka consumer that owns static group membership (KIP-345/394/814).
 
-The public API grows issue by issue; see README.md and docs/.
+See README.md and docs/consumer.md.
 """
 
+from staticconsumer.consumer import (
+    ConsumerRebalanceListener,
+    ConsumerStoppedError,
+    DuplicateInstanceIdError,
+    StaticConsumer,
+)
+from staticconsumer.driver import StaticMembershipUnsupportedError
+from staticconsumer.errors import FencedInstanceIdError, StaticConsumerError
+from staticconsumer.membership import (
+    CommitFailedError,
+    OffsetAndMetadata,
+    OffsetRegressionError,
+    TopicPartition,
+)
+from staticconsumer.settings import Settings, SettingsError
+
 __version__ = "0.1.0.dev0"
+
+__all__ = [
+    "CommitFailedError",
+    "ConsumerRebalanceListener",
+    "ConsumerStoppedError",
+    "DuplicateInstanceIdError",
+    "FencedInstanceIdError",
+    "OffsetAndMetadata",
+    "OffsetRegressionError",
+    "Settings",
+    "SettingsError",
+    "StaticConsumer",
+    "StaticConsumerError",
+    "StaticMembershipUnsupportedError",
+    "TopicPartition",
+]

@@ -15,8 +15,16 @@ from staticconsumer.testing.oracle import JavaOracle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.both_versions]
 
-GROUP_APIS = ["JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
-              "DescribeGroups", "FindCoordinator"]
+GROUP_APIS = [
+    "JoinGroup",
+    "SyncGroup",
+    "Heartbeat",
+    "LeaveGroup",
+    "OffsetCommit",
+    "OffsetFetch",
+    "DescribeGroups",
+    "FindCoordinator",
+]
 
 
 async def test_produce_and_consume_round_trip(
@@ -62,8 +70,11 @@ def test_group_api_versions_match_the_java_client_of_the_same_release(
 ) -> None:
     if isinstance(kafka_broker, ExternalKafka):
         pytest.fail("this check needs a pinned embedded broker: unset STATICCONSUMER_KAFKA_BOOTSTRAP")
-    broker = {API_NAMES[k]: v for k, v in broker_api_versions(kafka_broker.bootstrap_servers).items()
-              if k in API_NAMES}
+    broker = {
+        API_NAMES[k]: v
+        for k, v in broker_api_versions(kafka_broker.bootstrap_servers).items()
+        if k in API_NAMES
+    }
     client = java_oracle_for(kafka_broker.version).api_versions()
     assert java_oracle_for(kafka_broker.version).kafka_version == kafka_broker.version
     assert broker["JoinGroup"][1] == 9, "JoinGroup v9 (SkipAssignment) on both lines"

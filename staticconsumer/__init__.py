@@ -10,14 +10,14 @@ from staticconsumer.consumer import (
     StaticConsumer,
 )
 from staticconsumer.driver import StaticMembershipUnsupportedError
-from staticconsumer.errors import FencedInstanceIdError, StaticConsumerError
+from staticconsumer.errors import FencedInstanceIdError, SettingsError, StaticConsumerError
 from staticconsumer.membership import (
     CommitFailedError,
     OffsetAndMetadata,
     OffsetRegressionError,
     TopicPartition,
 )
-from staticconsumer.settings import Settings, SettingsError
+from staticconsumer.settings import Settings
 
 __version__ = "0.1.0.dev0"
 

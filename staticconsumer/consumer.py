@@ -15,7 +15,7 @@ import inspect
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
@@ -25,6 +25,7 @@ import assignors as assignor_lib
 from staticconsumer import _aiokafka
 from staticconsumer.driver import (
     GroupDriver,
+    MembershipObserver,
     StaticMembershipUnsupportedError,
     decode_assignment,
     decode_subscription_topics,
@@ -85,6 +86,7 @@ class StaticConsumer:
         settings: Settings | None = None,
         listener: ConsumerRebalanceListener | None = None,
         request_hook: Callable[[str, int, Message], None] | None = None,
+        observers: Sequence[MembershipObserver] = (),
         **options: Any,
     ) -> None:
         if settings is not None and options:
@@ -100,6 +102,7 @@ class StaticConsumer:
         self._pattern = re.compile(pattern) if pattern else None
         self._listener = listener or ConsumerRebalanceListener()
         self._request_hook = request_hook
+        self._observers = tuple(observers)
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._fetcher: AIOKafkaConsumer | None = None
         self._client: Any = None
@@ -188,6 +191,7 @@ class StaticConsumer:
             client_rack=s.client_rack,
             auto_commit_on_revoke=s.enable_auto_commit,
             on_request=self._request_hook,
+            observers=self._observers,
         )
         if self._pattern is not None:
             self._pattern_topics = await self._topics_matching_pattern()

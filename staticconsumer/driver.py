@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -95,6 +95,19 @@ class PartitionOwner(Protocol):
     def membership_changed(self) -> None: ...
 
 
+class MembershipObserver(Protocol):
+    """Sees every event the machine handles and the actions it returned (telemetry, event logs).
+
+    Called on the membership loop after each step, with the machine already updated; it must be quick
+    and must not block. An observer that raises is logged and skipped: observing never breaks the
+    consumer.
+    """
+
+    def observe(
+        self, event: events.Event, produced: Sequence[actions.Action], machine: MembershipMachine
+    ) -> None: ...
+
+
 @dataclass
 class Outcome:
     """How a commit ended, handed back to the caller waiting in ``commit``."""
@@ -148,6 +161,7 @@ class GroupDriver:
         client_rack: str | None,
         auto_commit_on_revoke: bool,
         on_request: Callable[[str, int, Message], None] | None = None,
+        observers: Sequence[MembershipObserver] = (),
     ) -> None:
         self.config = config
         self.machine = MembershipMachine(config)
@@ -159,6 +173,7 @@ class GroupDriver:
         self._rack = client_rack
         self._auto_commit_on_revoke = auto_commit_on_revoke
         self._on_request = on_request
+        self._observers = tuple(observers)
         self._coordinator: int | None = None
         self._send: MemoryObjectSendStream[events.Event]
         self._receive: MemoryObjectReceiveStream[events.Event]
@@ -237,7 +252,7 @@ class GroupDriver:
                     wait = None if deadline is None else max(0.0, deadline - self.now())
                     with anyio.move_on_after(wait):
                         event = await self._receive.receive()
-                    await self._apply(self.machine.handle(event or events.Tick(now=self.now())))
+                    await self._step(event or events.Tick(now=self.now()))
                 task_group.cancel_scope.cancel()
         finally:
             self._task_group = None
@@ -246,6 +261,15 @@ class GroupDriver:
                 done.set()
             self._commits.clear()
             self.stopped.set()
+
+    async def _step(self, event: events.Event) -> None:
+        produced = self.machine.handle(event)
+        for observer in self._observers:
+            try:
+                observer.observe(event, produced, self.machine)
+            except Exception:
+                log.exception("membership observer %r failed; ignoring it for this event", observer)
+        await self._apply(produced)
 
     async def _apply(self, todo: list[actions.Action]) -> None:
         for action in todo:

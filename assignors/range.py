@@ -87,20 +87,22 @@ class RangeAssignor(Assignor):
 
         # Topics in Java string order, so the fast path's lists come out sorted without a sort.
         order = sorted(counts, key=java_key)
-        states = [_TopicState(t, counts[t], topics[t], subscribers[t], rack_of) for t in order]
-        rack_aware = any(s.needs_rack_aware for s in states)
-
-        if not rack_aware:
+        states: list[_TopicState] = []
+        if any(rack_of):
+            states = [_TopicState(t, counts[t], topics[t], subscribers[t], rack_of) for t in order]
+        if not any(s.needs_rack_aware for s in states):
             # Fast path: pure arithmetic ranges, one slice per member and topic.
-            for s in states:
-                tps = [(s.topic, p) for p in range(s.n)]
+            for t in order:
+                n = counts[t]
+                consumers = subscribers[t]
+                base, extra = divmod(n, len(consumers))
+                tps = [(t, p) for p in range(n)]
                 start = 0
-                for k, i in enumerate(s.consumers):
-                    size = s.base + (1 if k < s.extra else 0)
-                    if size:
-                        out[i] += tps[start : start + size]
-                    elif s.base == 0:
+                for k, i in enumerate(consumers):
+                    size = base + 1 if k < extra else base
+                    if not size:
                         break
+                    out[i] += tps[start : start + size]
                     start += size
             return {ids[i]: MemberAssignment(parts) for i, parts in out.items()}
 

@@ -23,10 +23,21 @@ _DECODE_FAILURES = (struct.error, UnicodeDecodeError, ValueError, OverflowError,
 
 
 def truncate_reason(reason: str | None) -> str | None:
-    """Cut a rejoin/leave reason to 255 characters, as the Java client does before sending."""
-    if reason is not None and len(reason) > REASON_MAX_CHARS:
-        return reason[:REASON_MAX_CHARS]
-    return reason
+    """Cut a rejoin/leave reason to 255 characters, as the Java client does before sending.
+
+    Java counts UTF-16 code units (``String.substring(0, 255)``), so a character outside the BMP
+    counts twice and one cut in half leaves a lone surrogate, which Java's UTF-8 encoder writes as
+    ``?``. We reproduce that so the bytes stay identical.
+    """
+    if reason is None or len(reason) <= REASON_MAX_CHARS // 2:
+        return reason
+    units = reason.encode("utf-16-be", "surrogatepass")
+    if len(units) <= 2 * REASON_MAX_CHARS:
+        return reason
+    cut = units[: 2 * REASON_MAX_CHARS].decode("utf-16-be", "surrogatepass")
+    if "\ud800" <= cut[-1] <= "\udbff":
+        cut = cut[:-1] + "?"
+    return cut
 
 
 def refuse(api: str, version: int, field: str, min_version: int, max_version: int | None = None) -> NoReturn:

@@ -4,6 +4,8 @@ Readers and writers come in a classic and a flexible flavour so that a message c
 the flavour once per call instead of branching on every field. Readers check every length
 against the bytes that remain *before* slicing or allocating, so hostile input fails fast
 with :class:`DecodeError` instead of allocating or looping on a forged length.
+
+Strings are encoded as Java's ``String.getBytes(UTF_8)`` does: a lone surrogate becomes ``?``.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class ClassicWriter(bytearray):
         self.append(1 if value else 0)
 
     def string(self, value: str) -> None:
-        data = value.encode("utf-8")
+        data = value.encode("utf-8", "replace")
         if len(data) > _MAX_INT16:
             raise EncodeError(f"string of {len(data)} bytes exceeds the int16 length limit")
         self += pack_i16(len(data))
@@ -93,7 +95,7 @@ class ClassicWriter(bytearray):
         if value is None:
             self += b"\xff\xff"
             return
-        data = value.encode("utf-8")
+        data = value.encode("utf-8", "replace")
         if len(data) > _MAX_INT16:
             raise EncodeError(f"string of {len(data)} bytes exceeds the int16 length limit")
         self += pack_i16(len(data))
@@ -139,7 +141,7 @@ class FlexWriter(ClassicWriter):
     flexible = True
 
     def string(self, value: str) -> None:
-        data = value.encode("utf-8")
+        data = value.encode("utf-8", "replace")
         n = len(data)
         if n > _MAX_INT16:
             raise EncodeError(f"string of {n} bytes exceeds the int16 length limit")

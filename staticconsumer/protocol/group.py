@@ -112,7 +112,7 @@ def _write_members(w: ClassicWriter, members: list[JoinGroupResponseMember], wit
     """Hot loop (a big group's leader gets every member's metadata): field writes inlined."""
     if w.flexible:
         for m in members:
-            data = m.member_id.encode("utf-8")
+            data = m.member_id.encode("utf-8", "replace")
             n = len(data)
             if n > _MAX_INT16:
                 raise EncodeError(f"member id of {n} bytes exceeds the int16 length limit")
@@ -125,7 +125,7 @@ def _write_members(w: ClassicWriter, members: list[JoinGroupResponseMember], wit
             if iid is None:
                 w.append(0)
             else:
-                data = iid.encode("utf-8")
+                data = iid.encode("utf-8", "replace")
                 n = len(data)
                 if n > _MAX_INT16:
                     raise EncodeError(f"instance id of {n} bytes exceeds the int16 length limit")
@@ -149,7 +149,7 @@ def _write_members(w: ClassicWriter, members: list[JoinGroupResponseMember], wit
     for m in members:
         if m.unknown_tagged_fields:
             raise EncodeError("unknown tagged fields can only be written in flexible versions")
-        data = m.member_id.encode("utf-8")
+        data = m.member_id.encode("utf-8", "replace")
         if len(data) > _MAX_INT16:
             raise EncodeError(f"member id of {len(data)} bytes exceeds the int16 length limit")
         w += pack_i16(len(data))
@@ -159,7 +159,7 @@ def _write_members(w: ClassicWriter, members: list[JoinGroupResponseMember], wit
             if iid is None:
                 w += b"\xff\xff"
             else:
-                data = iid.encode("utf-8")
+                data = iid.encode("utf-8", "replace")
                 if len(data) > _MAX_INT16:
                     raise EncodeError(f"instance id of {len(data)} bytes exceeds the int16 length limit")
                 w += pack_i16(len(data))

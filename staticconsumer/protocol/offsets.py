@@ -52,7 +52,7 @@ def _write_partitions(
             if meta is None:
                 w.append(0)
             else:
-                data = meta.encode("utf-8")
+                data = meta.encode("utf-8", "replace")
                 n = len(data)
                 if n > _MAX_INT16:
                     raise EncodeError(f"commit metadata of {n} bytes exceeds the int16 length limit")
@@ -70,7 +70,7 @@ def _write_partitions(
         if q.unknown_tagged_fields:
             raise EncodeError("unknown tagged fields can only be written in flexible versions")
         meta = q.committed_metadata
-        data = b"" if meta is None else meta.encode("utf-8")
+        data = b"" if meta is None else meta.encode("utf-8", "replace")
         n = -1 if meta is None else len(data)
         if n > _MAX_INT16:
             raise EncodeError(f"commit metadata of {n} bytes exceeds the int16 length limit")

@@ -81,6 +81,23 @@ def test_reason_is_cut_to_255_characters() -> None:
     assert p.truncate_reason(None) is None
 
 
+def test_reason_is_cut_in_utf16_units_like_java() -> None:
+    """Java's substring(0, 255) counts UTF-16 units; half an emoji becomes '?' on the wire."""
+    assert p.truncate_reason("a" * 253 + "🎉" + "b" * 5) == "a" * 253 + "🎉"
+    assert p.truncate_reason("a" * 254 + "🎉" + "b") == "a" * 254 + "?"
+    assert p.truncate_reason("🎉" * 200) == "🎉" * 127 + "?"
+    short = "🎉" * 127
+    assert p.truncate_reason(short) == short  # 254 units: untouched
+    wire = p.JoinGroupRequest("g", reason="a" * 254 + "🎉").encode(9)
+    assert p.JoinGroupRequest.decode(wire, 9).reason == "a" * 254 + "?"
+
+
+def test_lone_surrogates_are_written_as_question_marks_like_java() -> None:
+    """Java's String.getBytes(UTF_8) replaces an unpaired surrogate with '?'; so do we."""
+    assert p.HeartbeatRequest("a\ud83c").encode(4) == p.HeartbeatRequest("a?").encode(4)
+    assert p.HeartbeatRequest("a\ud83c").encode(0) == p.HeartbeatRequest("a?").encode(0)
+
+
 def test_reason_is_dropped_silently_below_its_version() -> None:
     """Reason is ignorable in Kafka's spec: older versions just do not send it."""
     assert p.JoinGroupRequest("g", reason="why").encode(7) == p.JoinGroupRequest("g").encode(7)

@@ -331,6 +331,54 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
     SettingSpec(
         "ssl_key_password", "ssl.key.password", "secret", "Password of an encrypted ssl.key.location."
     ),
+    SettingSpec(
+        "event_log_path",
+        "staticconsumer.event.log.path",
+        "optional_string",
+        "Write the membership event log (docs/event-log.md) as JSON lines to this file; `{group}`, "
+        "`{instance}`, `{pid}` and `{session}` are filled in, so processes sharing a directory never "
+        "share a file. Unset: no file log.",
+        allowed_text="a file path, optionally with {group} {instance} {pid} {session}; empty means unset",
+    ),
+    SettingSpec(
+        "event_log_max_bytes",
+        "staticconsumer.event.log.max.bytes",
+        "int",
+        "Rotate the event log file when it would grow past this size.",
+        minimum=1024,
+    ),
+    SettingSpec(
+        "event_log_backups",
+        "staticconsumer.event.log.backups",
+        "int",
+        "Rotated event log files kept (`path.1` is the newest); older ones are deleted.",
+        minimum=1,
+        maximum=1000,
+    ),
+    SettingSpec(
+        "event_log_topic",
+        "staticconsumer.event.log.topic",
+        "optional_string",
+        "Also send the event log to this Kafka topic (same cluster and credentials, keyed by group), "
+        "asynchronously through a bounded buffer. Unset: no topic.",
+    ),
+    SettingSpec(
+        "event_log_buffer_records",
+        "staticconsumer.event.log.buffer.records",
+        "int",
+        "Records the event log topic buffers while the producer catches up; when full, new records are "
+        "dropped and counted, so consumption never waits on the log.",
+        minimum=1,
+        maximum=10_000_000,
+    ),
+    SettingSpec(
+        "event_log_drop_report_ms",
+        "staticconsumer.event.log.drop.report.ms",
+        "int",
+        "At most this often, a `dropped` record with the running count of dropped records is logged "
+        "(only when the count grew).",
+        minimum=1,
+    ),
 )
 """The one table of Kafka property names. Field order here is the order of docs and error listings."""
 
@@ -378,6 +426,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ssl_certificate_location: str | None = None
     ssl_key_location: str | None = None
     ssl_key_password: Secret | None = None
+    event_log_path: str | None = None
+    event_log_max_bytes: int = 64 * 1024 * 1024
+    event_log_backups: int = 5
+    event_log_topic: str | None = None
+    event_log_buffer_records: int = 10_000
+    event_log_drop_report_ms: int = 60_000
 
     def __post_init__(self) -> None:
         values = {spec.field: getattr(self, spec.field) for spec in SETTINGS}

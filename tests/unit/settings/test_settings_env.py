@@ -79,6 +79,12 @@ def _every_variable(
         "ssl_certificate_location": (cert, cert),
         "ssl_key_location": (key, key),
         "ssl_key_password": (key_password, Secret(key_password)),
+        "event_log_path": ("/var/log/orders/{instance}.jsonl", "/var/log/orders/{instance}.jsonl"),
+        "event_log_max_bytes": ("1048576", 1_048_576),
+        "event_log_backups": ("3", 3),
+        "event_log_topic": ("membership-events", "membership-events"),
+        "event_log_buffer_records": ("500", 500),
+        "event_log_drop_report_ms": ("10000", 10_000),
     }
     assert set(raw_and_parsed) == set(SPEC_BY_FIELD), "every field needs a sample here"
     environ = {SPEC_BY_FIELD[field].env_var(): raw for field, (raw, _) in raw_and_parsed.items()}

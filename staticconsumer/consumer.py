@@ -31,6 +31,7 @@ from staticconsumer.driver import (
     decode_subscription_topics,
 )
 from staticconsumer.errors import ConfigurationError, StaticConsumerError
+from staticconsumer.eventlog import EventLog
 from staticconsumer.membership import MembershipConfig, OffsetAndMetadata, TopicPartition
 from staticconsumer.protocol import Message
 from staticconsumer.settings import Settings
@@ -102,7 +103,9 @@ class StaticConsumer:
         self._pattern = re.compile(pattern) if pattern else None
         self._listener = listener or ConsumerRebalanceListener()
         self._request_hook = request_hook
-        self._observers = tuple(observers)
+        self.event_log = EventLog.from_settings(self.settings)
+        """The membership event log when the settings enable one (its ``dropped`` counts lost records)."""
+        self._observers = tuple(observers) + ((self.event_log,) if self.event_log is not None else ())
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._fetcher: AIOKafkaConsumer | None = None
         self._client: Any = None
@@ -260,6 +263,8 @@ class StaticConsumer:
             await self._close_connections()
             self._release_identity()
             self._changed.set()
+            if self.event_log is not None:
+                await self.event_log.aclose()
 
     async def _close_connections(self) -> None:
         if self._fetcher is not None:

@@ -98,6 +98,9 @@ class MembershipModel(RuleBasedStateMachine):
         if isinstance(action, act.SendJoinGroup):
             busy = [r for r in self.outstanding if isinstance(r, act.SendJoinGroup | act.SendSyncGroup)]
             assert not busy, f"JoinGroup sent while {busy} is outstanding"
+        if isinstance(action, act.SendHeartbeat | act.FindCoordinator):
+            same = [r for r in self.outstanding if type(r) is type(action)]
+            assert not same, f"{type(action).__name__} sent while {same} is outstanding"
         if isinstance(action, act.SendOffsetCommit):
             assert not self.fenced, "commit sent after fencing"
             assert action.generation != NO_GENERATION
@@ -335,6 +338,16 @@ class MembershipModel(RuleBasedStateMachine):
         if self.fenced:
             assert self.h.m.assignment == frozenset()
             assert self.h.m.state.value == "fenced"
+
+    @invariant()
+    def every_commit_is_answered_or_still_on_the_wire(self) -> None:
+        waiting = set(range(1, self.next_commit_id)) - self.completed_commits
+        on_the_wire = {
+            r.commit_id
+            for r in self.outstanding
+            if isinstance(r, act.SendOffsetCommit) and r.commit_id is not None
+        }
+        assert waiting <= on_the_wire, f"commits {waiting - on_the_wire} will never be answered"
 
     @invariant()
     def at_most_one_join_or_sync_outstanding(self) -> None:

@@ -35,6 +35,7 @@ from staticconsumer.eventlog import EventLog
 from staticconsumer.membership import MembershipConfig, OffsetAndMetadata, TopicPartition
 from staticconsumer.protocol import Message
 from staticconsumer.settings import Settings
+from staticconsumer.telemetry import telemetry_observers
 
 log = logging.getLogger("staticconsumer")
 
@@ -88,6 +89,7 @@ class StaticConsumer:
         listener: ConsumerRebalanceListener | None = None,
         request_hook: Callable[[str, int, Message], None] | None = None,
         observers: Sequence[MembershipObserver] = (),
+        telemetry: bool | MembershipObserver = True,
         **options: Any,
     ) -> None:
         if settings is not None and options:
@@ -105,7 +107,11 @@ class StaticConsumer:
         self._request_hook = request_hook
         self.event_log = EventLog.from_settings(self.settings)
         """The membership event log when the settings enable one (its ``dropped`` counts lost records)."""
-        self._observers = tuple(observers) + ((self.event_log,) if self.event_log is not None else ())
+        self._observers = (
+            tuple(observers)
+            + ((self.event_log,) if self.event_log is not None else ())
+            + telemetry_observers(telemetry, client_id=self.settings.effective_client_id)
+        )
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._fetcher: AIOKafkaConsumer | None = None
         self._client: Any = None

@@ -85,7 +85,7 @@ def test_forged_huge_lengths_fail_fast(prefix: bytes) -> None:
         tracemalloc.stop()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=200))
 def test_payloads_only_raise_decode_error(data: bytes) -> None:
     with contextlib.suppress(DecodeError):
@@ -94,7 +94,7 @@ def test_payloads_only_raise_decode_error(data: bytes) -> None:
         p.Assignment.decode(data)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sub=SUBSCRIPTION)
 def test_truncated_payloads_raise_decode_error(sub: p.Subscription) -> None:
     wire = sub.encode()
@@ -110,7 +110,7 @@ def test_negative_payload_version_is_malformed() -> None:
         p.Assignment.decode(b"\x80\x00" + p.Assignment().encode()[2:])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=40), flexible=st.booleans())
 def test_headers_only_raise_decode_error(data: bytes, flexible: bool) -> None:
     with contextlib.suppress(DecodeError):

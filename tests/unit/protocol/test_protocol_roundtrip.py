@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from protocol_strategies import ALL_MESSAGE_VERSIONS, ASSIGNMENT, STRATEGIES, SUBSCRIPTION, case_id
 
@@ -12,7 +12,7 @@ from staticconsumer.protocol import Message
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGE_VERSIONS, ids=case_id)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_round_trip(case: tuple[type[Message], int], data: st.DataObject) -> None:
     cls, version = case
@@ -24,7 +24,7 @@ def test_round_trip(case: tuple[type[Message], int], data: st.DataObject) -> Non
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGE_VERSIONS, ids=case_id)
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_round_trip_with_headers(case: tuple[type[Message], int], data: st.DataObject) -> None:
     cls, version = case
@@ -61,7 +61,7 @@ def test_header_flavours_follow_flexible_versions() -> None:
     assert len(p.encode_response(p.HeartbeatResponse(), 3, 9)) == 4 + 4 + 2
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sub=SUBSCRIPTION, version=st.integers(0, 3))
 def test_subscription_round_trip(sub: p.Subscription, version: int) -> None:
     expected = p.Subscription(
@@ -76,13 +76,13 @@ def test_subscription_round_trip(sub: p.Subscription, version: int) -> None:
     assert p.Subscription.decode(data) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(assignment=ASSIGNMENT, version=st.integers(0, 3))
 def test_assignment_round_trip(assignment: p.Assignment, version: int) -> None:
     assert p.Assignment.decode(assignment.encode(version)) == assignment
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sub=SUBSCRIPTION, future=st.integers(4, 2**15 - 1), extra=st.binary(max_size=16))
 def test_newer_subscription_version_reads_as_v3(sub: p.Subscription, future: int, extra: bytes) -> None:
     """A v4+ payload is a v3 body followed by fields we do not know: read the v3 part, skip the rest."""

@@ -77,6 +77,12 @@ class StaticConsumer:
     ``StaticConsumer("orders", bootstrap_servers="k:9092", group_id="billing",
     group_instance_id="billing-0")``; any other setting by its field name in
     ``staticconsumer.settings.Settings``, or a ready ``settings=``. ``pattern=`` subscribes by regex.
+
+    ``request_hook(api_name, version, message)`` sees every group request just before it is sent
+    (diagnostics and tests; it must not block). ``observers`` see every membership event and the
+    actions it caused (telemetry and event logs plug in here; see driver.MembershipObserver).
+    ``api_version_caps`` (e.g. ``{"JoinGroup": 8}``) caps a group API's version, to behave like an
+    older client or to see what brokers answer older clients.
     """
 
     _running_identities: ClassVar[set[tuple[str, str]]] = set()
@@ -90,6 +96,7 @@ class StaticConsumer:
         request_hook: Callable[[str, int, Message], None] | None = None,
         observers: Sequence[MembershipObserver] = (),
         telemetry: bool | MembershipObserver = True,
+        api_version_caps: Mapping[str, int] | None = None,
         **options: Any,
     ) -> None:
         if settings is not None and options:
@@ -112,6 +119,7 @@ class StaticConsumer:
             + ((self.event_log,) if self.event_log is not None else ())
             + telemetry_observers(telemetry, client_id=self.settings.effective_client_id)
         )
+        self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._fetcher: AIOKafkaConsumer | None = None
         self._client: Any = None
@@ -201,6 +209,8 @@ class StaticConsumer:
             auto_commit_on_revoke=s.enable_auto_commit,
             on_request=self._request_hook,
             observers=self._observers,
+            metadata_refresh_ms=s.metadata_max_age_ms,
+            version_caps=self._version_caps,
         )
         if self._pattern is not None:
             self._pattern_topics = await self._topics_matching_pattern()

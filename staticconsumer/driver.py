@@ -27,6 +27,7 @@ from staticconsumer.errors import (
     StaticConsumerError,
     UnsupportedVersionForFieldError,
 )
+from staticconsumer.leader import DescribedMember, GroupView, LeaderDuties
 from staticconsumer.membership import (
     FailureKind,
     GroupProtocol,
@@ -42,6 +43,8 @@ from staticconsumer.membership import (
 from staticconsumer.protocol import (
     KEY_TYPE_GROUP,
     Assignment,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -162,6 +165,8 @@ class GroupDriver:
         auto_commit_on_revoke: bool,
         on_request: Callable[[str, int, Message], None] | None = None,
         observers: Sequence[MembershipObserver] = (),
+        metadata_refresh_ms: int = 300_000,
+        version_caps: Mapping[str, int] | None = None,
     ) -> None:
         self.config = config
         self.machine = MembershipMachine(config)
@@ -174,6 +179,14 @@ class GroupDriver:
         self._auto_commit_on_revoke = auto_commit_on_revoke
         self._on_request = on_request
         self._observers = tuple(observers)
+        self._version_caps = dict(version_caps or {})
+        self.duties = LeaderDuties(
+            own_topics=topics,
+            refresh_interval=metadata_refresh_ms / 1000,
+            partition_counts=self._partition_counts,
+            describe=self._describe_group,
+            rejoin=self.update_protocols,
+        )
         self._coordinator: int | None = None
         self._send: MemoryObjectSendStream[events.Event]
         self._receive: MemoryObjectReceiveStream[events.Event]
@@ -243,6 +256,7 @@ class GroupDriver:
         try:
             async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
+                task_group.start_soon(self.duties.run)
                 await self._apply(
                     self.machine.handle(events.Start(now=self.now(), protocols=self.protocols()))
                 )
@@ -298,15 +312,20 @@ class GroupDriver:
             self._spawn(lambda: self._leave(action))
         elif isinstance(action, actions.LeaderElected):
             self.leader_topics = action.group_topics
+            if action.skip_assignment:
+                self.duties.leader_elected(action.generation, action.group_topics, None)
         elif isinstance(action, actions.RunAssignor):
             self._spawn(lambda: self._assign(action))
         elif isinstance(action, actions.LeadershipGuessed):
             log.info(
-                "JoinGroup below v9 named %s leader of generation %d; it carries our instance id",
+                "JoinGroup below v9 named %s leader of generation %d; it carries our instance id, "
+                "so this member takes up the leader's duties",
                 action.leader_id,
                 action.generation,
             )
+            self.duties.leadership_guessed(action.generation)
         elif isinstance(action, actions.StopFetching):
+            self.duties.membership_lost()
             self._owner.stop_fetching()
         elif isinstance(
             action, actions.PartitionsRevoked | actions.PartitionsLost | actions.PartitionsAssigned
@@ -336,7 +355,7 @@ class GroupDriver:
     ) -> Any:
         """Build the request for the version this broker speaks, send it, return the typed response."""
         versions = await _aiokafka.broker_versions(self._client, node, coordination=coordination)
-        version = _aiokafka.negotiated_version(versions, cls)
+        version = _aiokafka.negotiated_version(versions, cls, self._version_caps.get(cls.API_NAME))
         message = build(version)
         if self._on_request is not None:
             self._on_request(type(message).__name__, version, message)
@@ -628,6 +647,9 @@ class GroupDriver:
                 topic: assignor_lib.TopicInfo.with_racks([sorted(p.replica_racks) for p in rows])
                 for topic, rows in metadata.items()
             }
+            self.duties.leader_elected(
+                a.generation, a.group_topics, {topic: info.partitions for topic, info in topics.items()}
+            )
             plan = assignor.assign(members, topics)
             encoded = {}
             for member in members:
@@ -661,6 +683,7 @@ class GroupDriver:
                         ),
                         a.generation,
                     )
+                self.duties.assigned(a.generation, self.machine.is_leader or self.machine.leadership_guessed)
             elif isinstance(a, actions.PartitionsRevoked):
                 await self._owner.run_listener("revoked", a.partitions)
                 if self._auto_commit_on_revoke:
@@ -674,6 +697,35 @@ class GroupDriver:
         self.post(
             events.CallbackFinished(now=self.now(), callback_id=a.callback_id, offsets_to_commit=to_commit)
         )
+
+    async def _partition_counts(self, topics: frozenset[str]) -> dict[str, int]:
+        metadata = await _aiokafka.topic_partitions(self._client, topics)
+        return {topic: len(rows) for topic, rows in metadata.items()}
+
+    async def _describe_group(self) -> GroupView | None:
+        """The coordinator's view: each member's subscribed topics and its current assignment."""
+        if self._coordinator is None:
+            return None
+        response: DescribeGroupsResponse = await self._exchange(
+            self._coordinator,
+            lambda version: DescribeGroupsRequest(groups=[self.config.group_id]),
+            DescribeGroupsRequest,
+            timeout_ms=self.config.request_timeout_ms,
+        )
+        group = response.groups[0]
+        if group.error_code != ErrorCode.NONE:
+            return None
+        members = []
+        for m in group.members:
+            topics = (
+                frozenset(Subscription.decode(m.member_metadata).topics) if m.member_metadata else frozenset()
+            )
+            members.append(
+                DescribedMember(
+                    m.member_id, m.group_instance_id, topics, tuple(decode_assignment(m.member_assignment))
+                )
+            )
+        return GroupView(group.group_state, tuple(members))
 
     def _commit_completed(self, a: actions.CommitCompleted) -> None:
         if a.commit_id is None:

@@ -268,3 +268,63 @@ async def test_dynamic_member_needs_a_second_join_on_v9(client: AIOKafkaClient, 
         p.LeaveGroupResponse,
     )
     assert left.error_code == ErrorCode.NONE
+
+
+async def test_returning_static_leader_gets_skip_assignment_on_v9_only(
+    client: AIOKafkaClient, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    """KIP-814 on the wire: a static leader rejoining a Stable group with MemberId "" replaces itself;
+    v9 tells it it leads (SkipAssignment, Leader = its new id), v8 names the old id as leader."""
+    topic = create_topic(partitions=2)
+    coordinator = await _ready_coordinator(client, unique_group)
+    protocols = [p.JoinGroupRequestProtocol("range", p.Subscription([topic]).encode())]
+
+    def join() -> p.JoinGroupRequest:
+        return p.JoinGroupRequest(
+            unique_group, SESSION_MS, SESSION_MS, "", INSTANCE_ID, "consumer", protocols, None
+        )
+
+    _, first = await _call(client, coordinator, join(), p.JoinGroupResponse)
+    assert first.error_code == ErrorCode.NONE, first
+    assignment = p.Assignment([p.TopicPartitions(topic, [0, 1])]).encode()
+    _, synced = await _call(
+        client,
+        coordinator,
+        p.SyncGroupRequest(
+            unique_group,
+            first.generation_id,
+            first.member_id,
+            INSTANCE_ID,
+            "consumer",
+            "range",
+            [p.SyncGroupRequestAssignment(first.member_id, assignment)],
+        ),
+        p.SyncGroupResponse,
+    )
+    assert synced.error_code == ErrorCode.NONE, synced
+
+    exchange = await bridge.send(client, coordinator, join())
+    second = exchange.response_as(p.JoinGroupResponse)
+    assert exchange.version == 9
+    assert second.error_code == ErrorCode.NONE, second
+    assert second.member_id != first.member_id
+    assert second.generation_id == first.generation_id  # replaced in place, no rebalance
+    assert second.skip_assignment is True
+    assert second.leader == second.member_id
+    assert [(m.member_id, m.group_instance_id) for m in second.members] == [(second.member_id, INSTANCE_ID)]
+
+    _, stale = await _call(
+        client,
+        coordinator,
+        p.HeartbeatRequest(unique_group, first.generation_id, first.member_id, INSTANCE_ID),
+        p.HeartbeatResponse,
+    )
+    assert stale.error_code == ErrorCode.FENCED_INSTANCE_ID
+
+    exchange = await bridge.send(client, coordinator, join(), max_version=8)
+    third = exchange.response_as(p.JoinGroupResponse)
+    assert exchange.version == 8
+    assert third.error_code == ErrorCode.NONE, third
+    assert third.skip_assignment is False  # v8 cannot say it
+    assert third.leader == second.member_id != third.member_id  # the pre-KIP-814 answer
+    assert third.members == []  # a "follower" gets no member list

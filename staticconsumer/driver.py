@@ -257,9 +257,7 @@ class GroupDriver:
             async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
                 task_group.start_soon(self.duties.run)
-                await self._apply(
-                    self.machine.handle(events.Start(now=self.now(), protocols=self.protocols()))
-                )
+                await self._step(events.Start(now=self.now(), protocols=self.protocols()))
                 while not self.stopped.is_set():
                     deadline = self.machine.next_deadline()
                     event: events.Event | None = None

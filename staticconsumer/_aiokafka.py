@@ -307,3 +307,26 @@ def is_timeout(error: BaseException) -> bool:
     from aiokafka.errors import RequestTimedOutError
 
     return isinstance(error, TimeoutError | RequestTimedOutError)
+
+
+# -- What the admin tools need (staticconsumer.admin) ---------------------------------------------------
+
+
+async def broker_nodes(client: Any) -> list[int]:
+    """Every broker in fresh cluster metadata: ListGroups must ask each one, as each lists only its groups."""
+    cluster = await client.fetch_all_metadata()
+    return sorted(int(broker.nodeId) for broker in cluster.brokers())
+
+
+def was_not_sent(error: BaseException) -> bool:
+    """Whether a failed send never reached the broker (no connection), so resending cannot repeat it."""
+    from aiokafka.errors import NodeNotReadyError
+
+    return isinstance(error, NodeNotReadyError)
+
+
+def is_connection_failure(error: BaseException) -> bool:
+    """Whether a send failed on the connection (refused, dropped, timed out), not on a broker verdict."""
+    from aiokafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
+
+    return isinstance(error, KafkaConnectionError | NodeNotReadyError | RequestTimedOutError | TimeoutError)

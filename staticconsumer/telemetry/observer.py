@@ -55,6 +55,9 @@ _FAILURE_ERROR_TYPE = {
 _NOT_FAILURES = frozenset({ErrorCode.NONE, ErrorCode.MEMBER_ID_REQUIRED})
 """JoinGroup answers that are steps of the protocol, not failures (KIP-394's second join)."""
 
+_QUIET_EVENTS = frozenset({ev.PollCalled, ev.Tick})
+"""Events that, without actions, change nothing the telemetry reports: skipped with one set lookup."""
+
 _HEARTBEAT_OK = frozenset({ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS})
 """The machine counts REBALANCE_IN_PROGRESS as a live heartbeat (as Java does); so do we."""
 
@@ -281,7 +284,7 @@ class TelemetryObserver(MembershipObserver):
 
     def observe(self, event: ev.Event, produced: Sequence[act.Action], machine: MembershipMachine) -> None:
         """Turn one machine step into spans and measurements."""
-        if not produced and isinstance(event, ev.PollCalled | ev.Tick):
+        if not produced and type(event) in _QUIET_EVENTS:
             return  # the per-poll path: nothing happened to the membership
         if not self._bound:
             self._bind(machine)

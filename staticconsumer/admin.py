@@ -314,7 +314,7 @@ class GroupAdmin:
                 coordinator=coordinator,
             )
 
-        return await self._with_coordinator(group, f"describe group {group!r}", attempt)
+        return await self._with_coordinator(group, ("describe", "DESCRIBE"), attempt)
 
     async def list_groups(self) -> list[GroupListing]:
         """Every group of every broker (each lists the groups it coordinates), sorted by id."""
@@ -369,7 +369,7 @@ class GroupAdmin:
                 outcomes.append(MemberRemoval(instance_id, answer.member_id, error))
             return RemoveMembersResult(group, tuple(outcomes))
 
-        return await self._with_coordinator(group, f"remove members of group {group!r}", attempt)
+        return await self._with_coordinator(group, ("remove members of", "READ"), attempt)
 
     # -- plumbing -----------------------------------------------------------------------------------
 
@@ -431,7 +431,8 @@ class GroupAdmin:
             raise cls(f"ListGroups on broker {node}")
         return response
 
-    async def _find_coordinator(self, group: str) -> int:
+    async def _find_coordinator(self, group: str, access: tuple[str, str]) -> int:
+        """FindCoordinator needs DESCRIBE on the group; a refusal names what the caller meant to do."""
         cached = self._coordinators.get(group)
         if cached is not None:
             return cached
@@ -451,13 +452,18 @@ class GroupAdmin:
             code, node = response.coordinators[0].error_code, response.coordinators[0].node_id
         else:
             code, node = response.error_code, response.node_id
-        self._check(code, group, "find the coordinator of", "DESCRIBE")
+        self._check(code, group, *access)
         self._coordinators[group] = node
         return node
 
-    async def _with_coordinator(self, group: str, what: str, call: Callable[[int], Awaitable[T]]) -> T:
+    async def _with_coordinator(
+        self, group: str, access: tuple[str, str], call: Callable[[int], Awaitable[T]]
+    ) -> T:
+        """``access`` is (what the call does, the ACL operation it needs), for retry logs and refusals."""
+        what = f"{access[0]} group {group!r}"
+
         async def attempt() -> T:
-            return await call(await self._find_coordinator(group))
+            return await call(await self._find_coordinator(group, access))
 
         def forget() -> None:
             self._coordinators.pop(group, None)

@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -134,6 +135,41 @@ def run_coroutine_blocking(factory: Callable[[], Awaitable[_T]]) -> _T:
         return pool.submit(runner).result()
 
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+@dataclass(frozen=True)
+class SaslSettings:
+    """A SASL_PLAINTEXT client listener with users, and Kafka's StandardAuthorizer (deny unless allowed).
+
+    ``users`` maps user names to passwords; every user can log in with every mechanism in
+    ``mechanisms`` (PLAIN from the listener's JAAS config, SCRAM credentials written at format time with
+    the storage tool's ``--add-scram``). ``super_user`` gets a random password unless listed in
+    ``users``; the broker uses it for itself and the helpers (topics, ACLs) use it too. With
+    ``authorizer`` off, any authenticated user may do anything.
+    """
+
+    users: Mapping[str, str] = field(default_factory=dict)
+    mechanisms: tuple[str, ...] = SASL_MECHANISMS
+    super_user: str = "admin"
+    authorizer: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.mechanisms if m not in SASL_MECHANISMS]
+        if unknown or not self.mechanisms:
+            raise ValueError(f"SASL mechanisms must be among {', '.join(SASL_MECHANISMS)}; got {unknown}")
+        for name in [*self.users, self.super_user]:
+            if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+                raise ValueError(f"SASL user name {name!r}: use letters, digits, '.', '_' and '-' only")
+        for name, password in self.users.items():
+            # they go into a JAAS line and the storage tool's --add-scram syntax unescaped
+            if not password or re.search(r'["\\,\[\]=\s]', password):
+                raise ValueError(
+                    f"password of SASL user {name!r}: non-empty, without quotes, , [ ] = or spaces"
+                )
+
+
 @dataclass
 class BrokerSettings:
     """Broker settings that keep tests fast and honest; ``extra`` overrides or adds any property."""
@@ -144,6 +180,7 @@ class BrokerSettings:
     offsets_topic_partitions: int = 3
     heap: str = "1g"
     extra: Mapping[str, str] = field(default_factory=dict)
+    sasl: SaslSettings | None = None
 
 
 class EmbeddedKafka:
@@ -168,6 +205,10 @@ class EmbeddedKafka:
         self.resolve_seconds = 0.0
         self.start_seconds = 0.0
         self._atexit_registered = False
+        self._passwords: dict[str, str] = {}
+        sasl = self.settings.sasl
+        if sasl is not None:
+            self._passwords = {sasl.super_user: secrets.token_urlsafe(18), **sasl.users}
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -244,8 +285,108 @@ class EmbeddedKafka:
             "auto.create.topics.enable": "false",
             "log.flush.interval.messages": "100000",
         }
+        if s.sasl is not None:
+            props.update(self._sasl_properties(s.sasl))
         props.update(s.extra)
         return props
+
+    def _sasl_properties(self, sasl: SaslSettings) -> dict[str, str]:
+        """Clients and the broker itself on SASL_PLAINTEXT (the broker as the super user over PLAIN);
+        the controller listener stays PLAINTEXT on loopback, so the broker's controller connection is
+        User:ANONYMOUS, which must be a super user for broker registration to be authorized."""
+        listener = "sasl_plaintext"
+        plain_users = " ".join(f'user_{name}="{password}"' for name, password in self._passwords.items())
+        admin_password = self._passwords[sasl.super_user]
+        props = {
+            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port}",
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": ",".join(dict.fromkeys(["PLAIN", *sasl.mechanisms])),
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            f"listener.name.{listener}.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{sasl.super_user}" password="{admin_password}" {plain_users};'
+            ),
+        }
+        for mechanism in sasl.mechanisms:
+            if mechanism.startswith("SCRAM-"):
+                props[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+        if sasl.authorizer:
+            props["authorizer.class.name"] = STANDARD_AUTHORIZER
+            props["allow.everyone.if.no.acl.found"] = "false"
+            props["super.users"] = f"User:{sasl.super_user};User:ANONYMOUS"
+        return props
+
+    def _scram_arguments(self) -> list[str]:
+        """``--add-scram`` for every user and SCRAM mechanism (the storage tool writes them at format)."""
+        sasl = self.settings.sasl
+        if sasl is None:
+            return []
+        arguments = []
+        for mechanism in sasl.mechanisms:
+            if mechanism.startswith("SCRAM-"):
+                for name, password in self._passwords.items():
+                    arguments += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
+        return arguments
+
+    # -- security -------------------------------------------------------------------------------
+
+    @property
+    def sasl_enabled(self) -> bool:
+        return self.settings.sasl is not None
+
+    def sasl_settings(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, str]:
+        """``Settings`` fields (``security_protocol``, ``sasl_*``) to connect as ``user`` (default: the
+        super user). Empty for a PLAINTEXT broker. Holds the password: pass it on, never log it."""
+        sasl = self.settings.sasl
+        if sasl is None:
+            return {}
+        name = user or sasl.super_user
+        if name not in self._passwords:
+            raise KeyError(f"no SASL user {name!r} on this broker")
+        if mechanism not in sasl.mechanisms and mechanism != "PLAIN":
+            raise ValueError(f"{mechanism} is not enabled on this broker ({', '.join(sasl.mechanisms)})")
+        return {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": mechanism,
+            "sasl_username": name,
+            "sasl_password": self._passwords[name],
+        }
+
+    def client_kwargs(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
+        """aiokafka client keyword arguments for ``user`` (default: the super user); empty for PLAINTEXT."""
+        fields = self.sasl_settings(user, mechanism)
+        if not fields:
+            return {}
+        return {
+            "security_protocol": fields["security_protocol"],
+            "sasl_mechanism": fields["sasl_mechanism"],
+            "sasl_plain_username": fields["sasl_username"],
+            "sasl_plain_password": fields["sasl_password"],
+        }
+
+    def grant(
+        self,
+        principal: str,
+        resource_type: str,
+        resource_name: str,
+        *operations: str,
+        pattern: str = "LITERAL",
+        host: str = "*",
+    ) -> None:
+        """Allow ``principal`` (``User:alice``) ``operations`` (READ, DESCRIBE, ALL, ...) on a topic,
+        group or the cluster (``resource_name`` "kafka-cluster"), as the super user, through CreateAcls.
+        The broker applies new ACLs asynchronously, within milliseconds on one node."""
+        run_coroutine_blocking(
+            lambda: create_acls(
+                self.bootstrap_servers,
+                [(principal, resource_type, resource_name, op, pattern, host) for op in operations],
+                self.client_kwargs(),
+            )
+        )
 
     def _launch(self, java: str, jars: list[Path]) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"staticconsumer-kafka-{self.version}-"))
@@ -268,7 +409,7 @@ class EmbeddedKafka:
         ]
         format_command = [*jvm_common, "-Xmx256m", "kafka.tools.StorageTool", "format"]
         formatting = subprocess.run(
-            [*format_command, "-t", cluster_id, "-c", str(config)],
+            [*format_command, "-t", cluster_id, "-c", str(config), *self._scram_arguments()],
             capture_output=True,
             text=True,
             check=False,
@@ -326,7 +467,9 @@ class EmbeddedKafka:
         """
         from aiokafka.admin import AIOKafkaAdminClient
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=10_000)
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=self.bootstrap_servers, request_timeout_ms=10_000, **self.client_kwargs()
+        )
         await admin.start()
         try:
             for group in probe_groups(self.settings.offsets_topic_partitions):
@@ -368,13 +511,19 @@ class EmbeddedKafka:
     # -- topics ---------------------------------------------------------------------------------
 
     async def _create_topics_async(self, topics: Mapping[str, int]) -> None:
-        await create_topics(self.bootstrap_servers, topics)
+        await create_topics(self.bootstrap_servers, topics, client_kwargs=self.client_kwargs())
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        run_coroutine_blocking(lambda: create_topics(self.bootstrap_servers, {name: partitions}))
+        run_coroutine_blocking(
+            lambda: create_topics(
+                self.bootstrap_servers, {name: partitions}, client_kwargs=self.client_kwargs()
+            )
+        )
 
     def add_partitions(self, name: str, total: int) -> None:
-        run_coroutine_blocking(lambda: add_partitions(self.bootstrap_servers, name, total))
+        run_coroutine_blocking(
+            lambda: add_partitions(self.bootstrap_servers, name, total, client_kwargs=self.client_kwargs())
+        )
 
 
 def java_string_hash(text: str) -> int:
@@ -406,11 +555,19 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-async def create_topics(bootstrap_servers: str, topics: Mapping[str, int], *, wait: bool = True) -> None:
+async def create_topics(
+    bootstrap_servers: str,
+    topics: Mapping[str, int],
+    *,
+    wait: bool = True,
+    client_kwargs: Mapping[str, Any] | None = None,
+) -> None:
     """Create topics (replication factor 1) and wait until their metadata shows every partition."""
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000)
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000, **(client_kwargs or {})
+    )
     await admin.start()
     try:
         response: Any = await admin.create_topics(
@@ -426,17 +583,78 @@ async def create_topics(bootstrap_servers: str, topics: Mapping[str, int], *, wa
         await admin.close()
 
 
-async def add_partitions(bootstrap_servers: str, topic: str, total: int) -> None:
+async def add_partitions(
+    bootstrap_servers: str, topic: str, total: int, *, client_kwargs: Mapping[str, Any] | None = None
+) -> None:
     """Grow ``topic`` to ``total`` partitions and wait until metadata shows them."""
     from aiokafka.admin import AIOKafkaAdminClient, NewPartitions
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000)
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000, **(client_kwargs or {})
+    )
     await admin.start()
     try:
         await admin.create_partitions({topic: NewPartitions(total)})
         await _wait_for_partitions(admin, {topic: total})
     finally:
         await admin.close()
+
+
+_ACL_RESOURCE_TYPES = {"TOPIC": 2, "GROUP": 3, "CLUSTER": 4, "TRANSACTIONAL_ID": 5}
+_ACL_PATTERNS = {"LITERAL": 3, "PREFIXED": 4}
+_ACL_OPERATIONS = {
+    "ALL": 2,
+    "READ": 3,
+    "WRITE": 4,
+    "CREATE": 5,
+    "DELETE": 6,
+    "ALTER": 7,
+    "DESCRIBE": 8,
+    "CLUSTER_ACTION": 9,
+    "DESCRIBE_CONFIGS": 10,
+    "ALTER_CONFIGS": 11,
+    "IDEMPOTENT_WRITE": 12,
+}
+_ALLOW = 3
+
+
+async def create_acls(
+    bootstrap_servers: str,
+    bindings: list[tuple[str, str, str, str, str, str]],
+    client_kwargs: Mapping[str, Any] | None = None,
+) -> None:
+    """Create ALLOW ACLs, each ``(principal, resource type, resource name, operation, pattern, host)``
+    with Kafka's names (``GROUP``, ``READ``, ``LITERAL``), through our CreateAcls (aiokafka has none)."""
+    from staticconsumer import _aiokafka
+    from staticconsumer.protocol import AclCreation, CreateAclsRequest, CreateAclsResponse
+
+    creations = []
+    for principal, resource_type, name, operation, pattern, host in bindings:
+        try:
+            creations.append(
+                AclCreation(
+                    _ACL_RESOURCE_TYPES[resource_type.upper()],
+                    name,
+                    _ACL_PATTERNS[pattern.upper()],
+                    principal,
+                    host,
+                    _ACL_OPERATIONS[operation.upper()],
+                    _ALLOW,
+                )
+            )
+        except KeyError as error:
+            raise ValueError(f"unknown ACL resource type, pattern or operation: {error}") from None
+    client = _aiokafka.new_client(bootstrap_servers=bootstrap_servers, **(client_kwargs or {}))
+    await client.bootstrap()
+    try:
+        exchange = await _aiokafka.send(
+            client, _aiokafka.any_node(client), CreateAclsRequest(creations), coordination=False
+        )
+    finally:
+        await client.close()
+    failed = [r for r in exchange.response_as(CreateAclsResponse).results if r.error_code]
+    if failed:
+        raise RuntimeError(f"CreateAcls failed: {[(r.error_code, r.error_message) for r in failed]}")
 
 
 async def _wait_for_partitions(admin: Any, expected: dict[str, int], within: float = 20.0) -> None:
@@ -446,8 +664,7 @@ async def _wait_for_partitions(admin: Any, expected: dict[str, int], within: flo
         counts = {
             entry["topic"]: len(entry["partitions"])
             for entry in described
-            if entry["error_code"] == 0
-            and all(p["leader"] >= 0 for p in entry["partitions"])
+            if entry["error_code"] == 0 and all(p["leader"] >= 0 for p in entry["partitions"])
         }
         if all(counts.get(name, 0) >= want for name, want in expected.items()):
             return

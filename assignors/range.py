@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 
 from .model import (
     Assignor,
@@ -76,7 +77,7 @@ class RangeAssignor(Assignor):
         ordered = sorted_members(members)
         ids = [m.member_id for m in ordered]
         rack_of = [m.effective_rack for m in ordered]
-        out: dict[int, list[TopicPartition]] = {i: [] for i in range(len(ordered))}
+        out: list[list[TopicPartition]] = [[] for _ in ordered]
         counts = live_topics(ordered, topics)
 
         subscribers: dict[str, list[int]] = defaultdict(list)
@@ -96,7 +97,7 @@ class RangeAssignor(Assignor):
                 n = counts[t]
                 consumers = subscribers[t]
                 base, extra = divmod(n, len(consumers))
-                tps = [(t, p) for p in range(n)]
+                tps = list(zip(repeat(t, n), range(n), strict=True))
                 start = 0
                 for k, i in enumerate(consumers):
                     size = base + 1 if k < extra else base
@@ -104,16 +105,16 @@ class RangeAssignor(Assignor):
                         break
                     out[i] += tps[start : start + size]
                     start += size
-            return {ids[i]: MemberAssignment(parts) for i, parts in out.items()}
+            return {ids[i]: MemberAssignment(parts) for i, parts in enumerate(out)}
 
         self._rack_matching(states, rack_of, out)
         for s in states:
             _fill_ranges(s, out)
-        return {ids[i]: MemberAssignment(sort_assignment(parts)) for i, parts in out.items()}
+        return {ids[i]: MemberAssignment(sort_assignment(parts)) for i, parts in enumerate(out)}
 
     @staticmethod
     def _rack_matching(
-        states: list[_TopicState], rack_of: list[str | None], out: dict[int, list[TopicPartition]]
+        states: list[_TopicState], rack_of: list[str | None], out: list[list[TopicPartition]]
     ) -> None:
         """Java's assignWithRackMatching: co-partitioned groups together, other topics one by one."""
         groups: dict[tuple[tuple[int, ...], int], list[_TopicState]] = defaultdict(list)
@@ -128,16 +129,14 @@ class RangeAssignor(Assignor):
                 _ranges_with_racks(group[0], rack_of, out)
 
 
-def _assign(s: _TopicState, i: int, parts: list[int], out: dict[int, list[TopicPartition]]) -> None:
+def _assign(s: _TopicState, i: int, parts: list[int], out: list[list[TopicPartition]]) -> None:
     for p in parts:
         s.taken[p] = 1
     out[i].extend((s.topic, p) for p in parts)
     s.on_assigned(i, len(parts))
 
 
-def _ranges_with_racks(
-    s: _TopicState, rack_of: list[str | None], out: dict[int, list[TopicPartition]]
-) -> None:
+def _ranges_with_racks(s: _TopicState, rack_of: list[str | None], out: list[list[TopicPartition]]) -> None:
     """Each consumer in order takes its first ``max_assignable`` unassigned rack-matching partitions.
 
     Per-rack cursors over partition lists keep this linear instead of Java's consumers x partitions scan.
@@ -175,7 +174,7 @@ def _co_partitioned(
     n: int,
     group: list[_TopicState],
     rack_of: list[str | None],
-    out: dict[int, list[TopicPartition]],
+    out: list[list[TopicPartition]],
 ) -> None:
     """Java's assignCoPartitionedWithRackMatching: partition p of every topic goes to one consumer.
 
@@ -212,7 +211,7 @@ def _co_partitioned(
             _assign(s, best, [p], out)
 
 
-def _fill_ranges(s: _TopicState, out: dict[int, list[TopicPartition]]) -> None:
+def _fill_ranges(s: _TopicState, out: list[list[TopicPartition]]) -> None:
     """Java's plain assignRanges over whatever the rack pass left unassigned."""
     free = [p for p in range(s.n) if not s.taken[p]]
     pos = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 
 from .model import (
     Assignor,
@@ -50,7 +51,7 @@ class RoundRobinAssignor(Assignor):
             if k == len(subs):
                 k = 0
             width = len(subs)
-            tps = [(topic, p) for p in range(n)]
+            tps = list(zip(repeat(topic, n), range(n), strict=True))
             for j in range(min(width, n)):
                 out[subs[(k + j) % width]] += tps[j::width]
             pos = (subs[(k + n - 1) % width] + 1) % size

@@ -30,7 +30,7 @@ import heapq
 from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Collection, Mapping, Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import ClassVar
 
 from .model import (
@@ -80,7 +80,10 @@ class _Layout:
         return (pid - self.starts[k], k)
 
     def partitions(self) -> list[TopicPartition]:
-        return [(t, p) for t in self.topics for p in range(self.counts[t])]
+        out: list[TopicPartition] = []
+        for t in self.topics:
+            out += zip(repeat(t, self.counts[t]), range(self.counts[t]), strict=True)
+        return out
 
 
 class _Racks:
@@ -516,9 +519,9 @@ class _StickyBase(Assignor):
             _withhold_transfers(result, kept_len, claims)
 
         tps = layout.partitions()
+        pick = tps.__getitem__
         return {
-            m.member_id: MemberAssignment([tps[pid] for pid in sorted(result[i])])
-            for i, m in enumerate(ordered)
+            m.member_id: MemberAssignment(list(map(pick, sorted(result[i])))) for i, m in enumerate(ordered)
         }
 
 

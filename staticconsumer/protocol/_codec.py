@@ -38,21 +38,22 @@ _MAX_INT32 = 0x7FFFFFFF
 _MAX_UVARINT32 = 0xFFFFFFFF
 
 
+SMALL_UVARINT = [bytes((i,)) for i in range(0x80)]
+"""One-byte varints 0..127, prebuilt: most compact lengths in practice."""
+
+
 def uvarint_bytes(value: int) -> bytes:
     """Unsigned LEB128, as Kafka's ByteUtils.writeUnsignedVarint (32-bit range)."""
     if value < 0 or value > _MAX_UVARINT32:
         raise EncodeError(f"unsigned varint out of range: {value}")
     if value < 0x80:
-        return _SMALL_UVARINT[value]
+        return SMALL_UVARINT[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-_SMALL_UVARINT = [bytes((i,)) for i in range(0x80)]
 
 
 class ClassicWriter(bytearray):

@@ -15,8 +15,10 @@ import msgspec
 from staticconsumer.errors import DecodeError, EncodeError
 from staticconsumer.protocol._base import Message, refuse, truncate_reason
 from staticconsumer.protocol._codec import (
+    SMALL_UVARINT,
     ClassicReader,
     ClassicWriter,
+    FlexWriter,
     TaggedFields,
     pack_i16,
     pack_i32,
@@ -109,42 +111,46 @@ class JoinGroupResponseMember(msgspec.Struct, gc=False):
 
 
 def _write_members(w: ClassicWriter, members: list[JoinGroupResponseMember], with_iid: bool) -> None:
-    """Hot loop (a big group's leader gets every member's metadata): field writes inlined."""
+    """Hot loop (a big group's leader gets every member's metadata): field writes inlined and the
+    pieces gathered in a list, joined once (cheaper than growing the bytearray per field)."""
+    parts: list[bytes] = []
+    add = parts.append
+    small = SMALL_UVARINT
     if w.flexible:
         for m in members:
             data = m.member_id.encode("utf-8", "replace")
             n = len(data)
-            if n > _MAX_INT16:
-                raise EncodeError(f"member id of {n} bytes exceeds the int16 length limit")
             if n < 0x7F:
-                w.append(n + 1)
+                add(small[n + 1])
             else:
-                w += uvarint_bytes(n + 1)
-            w += data
+                if n > _MAX_INT16:
+                    raise EncodeError(f"member id of {n} bytes exceeds the int16 length limit")
+                add(uvarint_bytes(n + 1))
+            add(data)
             iid = m.group_instance_id
             if iid is None:
-                w.append(0)
+                add(b"\x00")
             else:
                 data = iid.encode("utf-8", "replace")
                 n = len(data)
-                if n > _MAX_INT16:
-                    raise EncodeError(f"instance id of {n} bytes exceeds the int16 length limit")
                 if n < 0x7F:
-                    w.append(n + 1)
+                    add(small[n + 1])
                 else:
-                    w += uvarint_bytes(n + 1)
-                w += data
+                    if n > _MAX_INT16:
+                        raise EncodeError(f"instance id of {n} bytes exceeds the int16 length limit")
+                    add(uvarint_bytes(n + 1))
+                add(data)
             data = m.metadata
             n = len(data)
-            if n < 0x7F:
-                w.append(n + 1)
-            else:
-                w += uvarint_bytes(n + 1)
-            w += data
+            add(small[n + 1] if n < 0x7F else uvarint_bytes(n + 1))
+            add(data)
             if m.unknown_tagged_fields:
-                w.tagged(m.unknown_tagged_fields)
+                tags = FlexWriter()
+                tags.tagged(m.unknown_tagged_fields)
+                add(bytes(tags))
             else:
-                w.append(0)
+                add(b"\x00")
+        w += b"".join(parts)
         return
     for m in members:
         if m.unknown_tagged_fields:
@@ -152,21 +158,22 @@ def _write_members(w: ClassicWriter, members: list[JoinGroupResponseMember], wit
         data = m.member_id.encode("utf-8", "replace")
         if len(data) > _MAX_INT16:
             raise EncodeError(f"member id of {len(data)} bytes exceeds the int16 length limit")
-        w += pack_i16(len(data))
-        w += data
+        add(pack_i16(len(data)))
+        add(data)
         if with_iid:
             iid = m.group_instance_id
             if iid is None:
-                w += b"\xff\xff"
+                add(b"\xff\xff")
             else:
                 data = iid.encode("utf-8", "replace")
                 if len(data) > _MAX_INT16:
                     raise EncodeError(f"instance id of {len(data)} bytes exceeds the int16 length limit")
-                w += pack_i16(len(data))
-                w += data
+                add(pack_i16(len(data)))
+                add(data)
         data = m.metadata
-        w += pack_i32(len(data))
-        w += data
+        add(pack_i32(len(data)))
+        add(data)
+    w += b"".join(parts)
 
 
 def _read_members(r: ClassicReader, n: int, with_iid: bool) -> list[JoinGroupResponseMember]:

@@ -179,3 +179,68 @@ async def test_heartbeats_flow_every_interval_while_the_application_is_busy(
     assert 3 <= len(beats) <= 5, [round(b.at, 2) for b in beats]
     gaps = [b.at - a.at for a, b in itertools.pairwise(beats)]
     assert all(0.8 <= gap <= 1.3 for gap in gaps), gaps
+
+
+@pytest.mark.both_versions
+async def test_member_removed_by_an_operator_gets_unknown_member_id_and_rejoins(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    """An admin LeaveGroup naming the instance id removes the member; its next heartbeat answers
+    UNKNOWN_MEMBER_ID, it reports its partitions lost and rejoins with a fresh member id."""
+    from staticconsumer import _aiokafka
+    from staticconsumer.protocol import (
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        MemberIdentity,
+    )
+
+    topic = create_topic(partitions=2)
+    bootstrap = kafka_broker.bootstrap_servers
+    listener = RecordingListener()
+    wire = RequestRecorder()
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=unique_group,
+        group_instance_id="removed",
+        listener=listener,
+        request_hook=wire,
+        **FAST,
+    )
+    async with consumer:
+        await until_assigned(consumer)
+        old_member, generation = consumer.member_id, consumer.generation
+        client = _aiokafka.new_client(bootstrap_servers=bootstrap)
+        await client.bootstrap()
+        try:
+            found = await _aiokafka.send(
+                client,
+                _aiokafka.any_node(client),
+                FindCoordinatorRequest(key=unique_group),
+                coordination=False,
+                max_version=3,
+            )
+            coordinator = found.response_as(FindCoordinatorResponse).node_id
+            left = await _aiokafka.send(
+                client,
+                coordinator,
+                LeaveGroupRequest(
+                    group_id=unique_group, members=[MemberIdentity(member_id="", group_instance_id="removed")]
+                ),
+            )
+            assert left.response_as(LeaveGroupResponse).members[0].error_code == 0
+        finally:
+            await client.close()
+
+        async def back() -> bool:
+            await consumer.getmany(timeout_ms=100)
+            return bool(consumer.assignment()) and consumer.member_id not in ("", old_member)
+
+        await eventually(back, 20, "the member rejoins after UNKNOWN_MEMBER_ID")
+        assert "lost" in listener.kinds(), "membership lost: partitions reported lost, not revoked"
+        rejoin = [s for s in wire.of("JoinGroupRequest") if s.at > 0][-1]
+        assert rejoin.message.member_id == ""
+        assert rejoin.message.group_instance_id == "removed"
+        assert consumer.generation > generation

@@ -35,8 +35,9 @@ def test_committed_golden_vectors_match_the_live_oracle(
     java_oracle_for: Callable[[str], JavaOracle], kafka_version: str
 ) -> None:
     fresh = generate(java_oracle_for(kafka_version))
-    committed_names = sorted(path.name for path in GOLDEN_DIR.glob("*.json"))
-    assert sorted(fresh) == committed_names
+    # the directory also holds other generators' files (admin APIs); each of ours must be there
+    committed_names = {path.name for path in GOLDEN_DIR.glob("*.json")}
+    assert set(fresh) <= committed_names
     for name, content in fresh.items():
         committed = json.loads((GOLDEN_DIR / name).read_text(encoding="utf-8"))
         assert len(content["vectors"]) == len(committed["vectors"]), name

@@ -13,7 +13,7 @@ from protocol_strategies import ALL_MESSAGE_VERSIONS, STRATEGIES, SUBSCRIPTION, 
 
 from staticconsumer import protocol as p
 from staticconsumer.errors import DecodeError
-from staticconsumer.protocol import Message
+from staticconsumer.protocol import APIS_BY_KEY, Message
 
 
 def _decode_or_decode_error(cls: type[Message], data: bytes, version: int) -> None:
@@ -21,7 +21,16 @@ def _decode_or_decode_error(cls: type[Message], data: bytes, version: int) -> No
         cls.decode(data, version)
 
 
-@pytest.mark.parametrize("case", ALL_MESSAGE_VERSIONS, ids=case_id)
+# every decoder the package has, including APIs added beside the group protocol (admin tools)
+EVERY_DECODER = [
+    (cls, v)
+    for spec in APIS_BY_KEY.values()
+    for cls in (spec.request, spec.response)
+    for v in range(spec.min_version, spec.max_version + 1)
+]
+
+
+@pytest.mark.parametrize("case", EVERY_DECODER, ids=case_id)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=300))
 def test_random_bytes_only_raise_decode_error(case: tuple[type[Message], int], data: bytes) -> None:

@@ -100,8 +100,6 @@ class Message(msgspec.Struct):
             raise
         except _DECODE_FAILURES as exc:
             raise DecodeError(f"{cls.__name__} v{version}: {type(exc).__name__}: {exc}") from exc
-        except RecursionError as exc:  # pragma: no cover - messages are not recursive
-            raise DecodeError(f"{cls.__name__} v{version}: nesting too deep") from exc
         return message
 
     def _write(self, w: ClassicWriter, version: int) -> None:

@@ -192,13 +192,6 @@ class FlexWriter(ClassicWriter):
             self += data
 
 
-Writer: TypeAlias = ClassicWriter
-
-
-def writer_for(flexible: bool) -> ClassicWriter:
-    return FlexWriter() if flexible else ClassicWriter()
-
-
 class ClassicReader:
     """Decoder for non-flexible versions. Integer reads rely on ``unpack_from`` raising on short input."""
 
@@ -402,10 +395,3 @@ class FlexReader(ClassicReader):
             size = self.uvarint()
             fields.append((tag, self._take(size, "tagged field")))
         return tuple(fields)
-
-
-Reader: TypeAlias = ClassicReader
-
-
-def reader_for(data: bytes, flexible: bool, pos: int = 0) -> ClassicReader:
-    return FlexReader(data, pos) if flexible else ClassicReader(data, pos)

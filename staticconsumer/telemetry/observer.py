@@ -183,11 +183,23 @@ class _Instruments:
 
 _instruments_lock = threading.Lock()
 _instruments_by_provider: weakref.WeakKeyDictionary[MeterProvider, _Instruments] = weakref.WeakKeyDictionary()
+_global_instruments: _Instruments | None = None
 
 
-def _instruments_for(provider: MeterProvider) -> _Instruments:
-    """One set of instruments per meter provider (the global one, or one an application passed)."""
+def _instruments_for(provider: MeterProvider | None) -> _Instruments:
+    """One set of instruments per meter provider.
+
+    Everything that reports to the global provider shares one set, whether it was created before
+    the application installed its SDK (API proxies, which bind to the SDK later) or after: a second
+    set would register its gauges a second time, and an SDK keeps only the first callbacks.
+    """
+    global _global_instruments
     with _instruments_lock:
+        current_global = metrics.get_meter_provider()
+        if provider is None or provider is current_global:
+            if _global_instruments is None:
+                _global_instruments = _Instruments(current_global.get_meter(a.SCOPE, _version()))
+            return _global_instruments
         found = _instruments_by_provider.get(provider)
         if found is None:
             found = _Instruments(provider.get_meter(a.SCOPE, _version()))
@@ -247,7 +259,7 @@ class TelemetryObserver(MembershipObserver):
     ) -> None:
         self._client_id = client_id
         self._tracer = trace.get_tracer(a.SCOPE, _version(), tracer_provider=tracer_provider)
-        self._instruments = _instruments_for(meter_provider or metrics.get_meter_provider())
+        self._instruments = _instruments_for(meter_provider)
         self._clock = clock
         self._wall_clock_ns = wall_clock_ns
         self._anchor: tuple[int, float] | None = None

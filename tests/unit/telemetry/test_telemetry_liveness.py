@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
@@ -210,3 +214,48 @@ def test_consumer_telemetry_switch() -> None:
     assert telemetry_observers(False, client_id="c") == ()
     own = TelemetryObserver()
     assert telemetry_observers(own, client_id="c") == (own,)
+
+
+GLOBAL_SDK_LATE = """
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from telemetry_harness import Member, Telemetry
+from staticconsumer.membership import events as ev
+from staticconsumer.telemetry import TelemetryObserver
+
+otel = Telemetry()
+early = Member(otel, instance_id="early")
+early.observer = TelemetryObserver()  # the global provider is still the API's proxy
+reader = InMemoryMetricReader()
+sdk = MeterProvider(metric_readers=[reader])
+metrics.set_meter_provider(sdk)
+late = Member(otel, instance_id="late")
+late.observer = TelemetryObserver()
+explicit = Member(otel, instance_id="explicit")
+explicit.observer = TelemetryObserver(meter_provider=sdk)
+for member in (early, late, explicit):
+    member.join_as_follower()
+    beat = member.next_heartbeat()
+    member.feed(ev.HeartbeatResponse, token=beat.token)
+data = reader.get_metrics_data()
+print(sorted(
+    p.attributes["staticconsumer.group.instance_id"]
+    for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics
+    if m.name == "staticconsumer.heartbeat.time_since_last" for p in m.data.data_points
+))
+"""
+
+
+def test_consumers_created_before_and_after_the_sdk_all_report_their_gauges() -> None:
+    # In a child process: the global meter provider can be set once per process.
+    result = subprocess.run(
+        [sys.executable, "-c", GLOBAL_SDK_LATE],
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "['early', 'explicit', 'late']"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
@@ -38,6 +39,7 @@ from staticconsumer.protocol import (
     CONSUMER_PROTOCOL_TYPE,
     KEY_TYPE_GROUP,
     Assignment,
+    DescribedGroupMember,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     FindCoordinatorRequest,
@@ -178,8 +180,6 @@ def admin_settings(
     Connection and security come from the same ``KAFKA_*`` variables as the consumer's, so an operator
     runs the admin with the pod's own environment.
     """
-    import os
-
     env = os.environ if environ is None else environ
     defaults: dict[str, Any] = {}
     if not env.get(prefix + "GROUP_ID", "").strip() and "group_id" not in overrides:
@@ -193,7 +193,7 @@ def admin_settings(
     )
 
 
-def _decode_member(protocol_type: str, raw: Any) -> MemberDescription:
+def _decode_member(protocol_type: str, raw: DescribedGroupMember) -> MemberDescription:
     topics: tuple[str, ...] = ()
     assignment: tuple[TopicPartitions, ...] = ()
     if protocol_type == CONSUMER_PROTOCOL_TYPE:

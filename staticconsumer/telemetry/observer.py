@@ -305,6 +305,9 @@ class TelemetryObserver(MembershipObserver):
         self._on_event(event, machine, newly_fenced)
         for action in produced:
             self._on_action(action, event, machine, newly_fenced)
+        if newly_fenced and not self._fence_reported:
+            # After every action: a fenced commit's verdict comes after the Fatal it caused.
+            self._report_fence_alone(event.now)
 
     def _bind(self, machine: MembershipMachine) -> None:
         """Identity attributes come from the machine's config: the only place that knows them all."""
@@ -348,10 +351,11 @@ class TelemetryObserver(MembershipObserver):
             case ev.JoinGroupResponse():
                 request = self._requests.pop(event.token.request_id, None)
                 if request is not None:
-                    extra: Attributes = {a.GENERATION: event.generation}
+                    extra: Attributes = {}
                     if event.member_id:
                         extra[a.MEMBER_ID] = event.member_id
                     if event.error_code == ErrorCode.NONE:
+                        extra[a.GENERATION] = event.generation
                         extra[a.LEADER] = event.leader_id == event.member_id
                         extra[a.ASSIGNMENT_SKIPPED] = event.skip_assignment
                         if event.protocol_name:
@@ -525,8 +529,6 @@ class TelemetryObserver(MembershipObserver):
                     self._ended = True
                     if newly_fenced:
                         self._instruments.fencings.add(1, self.metric_attributes)
-                        if not self._fence_reported:
-                            self._report_fence_alone(now)
                     self._finish_episode_failed(now, action.error)
             case act.Stopped():
                 self._on_stopped(now)

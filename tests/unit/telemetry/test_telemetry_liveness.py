@@ -119,6 +119,7 @@ def test_fenced_commit_carries_the_fencing_event(otel: Telemetry) -> None:
     )
     (event,) = otel.span("commit").events
     assert event.name == a.EVENT_FENCED
+    assert otel.spans("fenced") == [], "the commit span carried it; no fallback span"
     assert otel.total(a.METRIC_FENCINGS) == 1
 
 

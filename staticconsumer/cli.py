@@ -360,6 +360,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="rolling-bounce demo on an embedded broker: static vs dynamic")
     demo.add_argument("--kafka-version", default=None, help=f"default {DEFAULT_VERSION}")
 
+    from staticconsumer.analytics.cli import add_arguments as add_analyze_arguments
+
+    add_analyze_arguments(
+        commands.add_parser("analyze", help="fleet rebalance analytics over membership event logs (Spark)")
+    )
+
     broker = commands.add_parser("broker", help="the embedded development broker")
     broker_commands = broker.add_subparsers(dest="broker_command", required=True)
     run = broker_commands.add_parser("run", help="run a broker in the foreground until Ctrl-C")
@@ -419,6 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from staticconsumer.demo import run_demo
 
         return run_demo(args.kafka_version)
+    if args.command == "analyze":
+        from staticconsumer.analytics.cli import run as run_analyze
+
+        return run_analyze(args)
     if args.command == "broker" and args.broker_command == "run":
         return _run_broker(args.kafka_version, args.state_file)
     if args.command == "broker" and args.broker_command == "prefetch":

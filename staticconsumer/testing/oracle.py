@@ -205,3 +205,84 @@ class JavaOracle:
         )
         data = result["userData"]
         return None if data is None else base64.b64decode(data)
+
+
+class JavaPeerConsumer:
+    """A Java KafkaConsumer (kafka-clients at ``kafka_version``) running as a live group member.
+
+    Its JSON-lines report (assigned with generation, first_record, records, revoked, lost, fenced,
+    stopped) is collected in ``events``. Options are PeerConsumer's key=value arguments: bootstrap,
+    group, topics, instance, assignor, session_ms, heartbeat_ms, metadata_max_age_ms,
+    auto_offset_reset, commit.
+    """
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.events: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @classmethod
+    def start(cls, kafka_version: str | None = None, **options: str | int) -> JavaPeerConsumer:
+        version = resolve_version(kafka_version)
+        build = build_oracle(version)
+        classpath = os.pathsep.join([str(build / "classes"), str(build / "lib" / "*")])
+        arguments = [f"{key}={value}" for key, value in options.items()]
+        process = subprocess.Popen(
+            [
+                find_java(version),
+                "-Xmx256m",
+                "-cp",
+                classpath,
+                "io.staticconsumer.oracle.PeerConsumer",
+                *arguments,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+        )
+        return cls(process)
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            try:
+                self.events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+
+    def first(self, event: str) -> dict[str, Any] | None:
+        return next((e for e in self.events if e["e"] == event), None)
+
+    def last(self, event: str) -> dict[str, Any] | None:
+        return next((e for e in reversed(self.events) if e["e"] == event), None)
+
+    def assignment(self) -> set[tuple[str, int]]:
+        """What it owns now, folding its callbacks: eager members revoke everything and are assigned
+        everything, cooperative ones (KIP-429) are told only what is added or removed."""
+        owned: set[tuple[str, int]] = set()
+        for event in list(self.events):
+            changed = {(topic, partition) for topic, partition in event.get("partitions", [])}
+            if event["e"] == "assigned":
+                owned |= changed
+            elif event["e"] in ("revoked", "lost"):
+                owned -= changed
+        return owned
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """close() as an application would (a static member sends no LeaveGroup), and wait."""
+        if self.process.poll() is None and self.process.stdin is not None:
+            try:
+                self.process.stdin.write("stop\n")
+                self.process.stdin.flush()
+            except BrokenPipeError:
+                pass
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        self._reader.join(timeout=5)
+        return code

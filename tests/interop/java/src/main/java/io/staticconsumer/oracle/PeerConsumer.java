@@ -1,0 +1,171 @@
+package io.staticconsumer.oracle;
+
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * The Java client as a live group member: a KafkaConsumer that reports, as JSON lines on stdout, what a
+ * test or benchmark needs to compare it with our consumer (assignments with generations, the first record,
+ * record counts, revokes, losses, fencing). Stops on SIGTERM, or on "stop" read from stdin, with close():
+ * a static Java member sends no LeaveGroup.
+ *
+ * Arguments: key=value pairs: bootstrap, group, topics (comma-separated), instance (optional), assignor
+ * (range|roundrobin|sticky|cooperative-sticky), session_ms, heartbeat_ms, metadata_max_age_ms,
+ * auto_offset_reset, commit (auto|sync).
+ */
+public final class PeerConsumer {
+    private static final PrintStream OUT =
+        new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+
+    private PeerConsumer() {}
+
+    private static synchronized void say(String event, String fields) {
+        OUT.println("{\"e\":\"" + event + "\",\"t\":" + (System.currentTimeMillis() / 1000.0)
+            + (fields.isEmpty() ? "" : "," + fields) + "}");
+    }
+
+    private static String partitions(Collection<TopicPartition> partitions) {
+        List<String> items = new ArrayList<>();
+        for (TopicPartition tp : partitions) {
+            items.add("[\"" + tp.topic() + "\"," + tp.partition() + "]");
+        }
+        return "\"partitions\":[" + String.join(",", items) + "],\"n\":" + partitions.size();
+    }
+
+    private static String assignorClass(String name) {
+        switch (name) {
+            case "range":
+                return "org.apache.kafka.clients.consumer.RangeAssignor";
+            case "roundrobin":
+                return "org.apache.kafka.clients.consumer.RoundRobinAssignor";
+            case "sticky":
+                return "org.apache.kafka.clients.consumer.StickyAssignor";
+            case "cooperative-sticky":
+                return "org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+            default:
+                throw new IllegalArgumentException("unknown assignor " + name);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Properties options = new Properties();
+        for (String arg : args) {
+            int eq = arg.indexOf('=');
+            options.setProperty(arg.substring(0, eq), arg.substring(eq + 1));
+        }
+        Properties config = new Properties();
+        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, options.getProperty("bootstrap"));
+        config.put(ConsumerConfig.GROUP_ID_CONFIG, options.getProperty("group"));
+        if (options.getProperty("instance") != null) {
+            config.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, options.getProperty("instance"));
+        }
+        config.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+            assignorClass(options.getProperty("assignor", "range")));
+        config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, options.getProperty("session_ms", "10000"));
+        config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, options.getProperty("heartbeat_ms", "1000"));
+        config.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, options.getProperty("metadata_max_age_ms", "300000"));
+        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, options.getProperty("auto_offset_reset", "earliest"));
+        boolean syncCommit = "sync".equals(options.getProperty("commit", "auto"));
+        config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, Boolean.toString(!syncCommit));
+        config.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "1000");
+        config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config);
+        AtomicBoolean stopping = new AtomicBoolean(false);
+        CountDownLatch closed = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping.set(true);
+            consumer.wakeup();
+            try {
+                closed.await();
+            } catch (InterruptedException ignored) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        Thread stdin = new Thread(() -> {
+            try (java.io.BufferedReader in = new java.io.BufferedReader(
+                    new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    if (line.trim().equals("stop")) {
+                        break;
+                    }
+                }
+            } catch (java.io.IOException ignored) {
+                // stdin closed: stop as well
+            }
+            stopping.set(true);
+            consumer.wakeup();
+        });
+        stdin.setDaemon(true);
+        stdin.start();
+
+        List<String> topics = List.of(options.getProperty("topics").split(","));
+        consumer.subscribe(topics, new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+                say("revoked", partitions(revoked));
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+                say("assigned", partitions(assigned) + ",\"gen\":" + consumer.groupMetadata().generationId()
+                    + ",\"member\":\"" + consumer.groupMetadata().memberId() + "\"");
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> lost) {
+                say("lost", partitions(lost));
+            }
+        });
+        say("started", "");
+        boolean first = true;
+        long total = 0;
+        try {
+            while (!stopping.get()) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                if (!records.isEmpty()) {
+                    if (first) {
+                        say("first_record", "\"gen\":" + consumer.groupMetadata().generationId());
+                        first = false;
+                    }
+                    total += records.count();
+                    List<String> seen = new ArrayList<>();
+                    records.partitions().forEach(tp -> seen.add("[\"" + tp.topic() + "\"," + tp.partition() + ","
+                        + records.records(tp).size() + "]"));
+                    say("records", "\"count\":" + records.count() + ",\"total\":" + total + ",\"by\":[" + String.join(",", seen) + "]");
+                    if (syncCommit) {
+                        consumer.commitSync();
+                    }
+                }
+            }
+        } catch (WakeupException expected) {
+            // asked to stop
+        } catch (org.apache.kafka.common.errors.FencedInstanceIdException fenced) {
+            say("fenced", "\"message\":\"" + fenced.getMessage().replace("\"", "'") + "\"");
+        } finally {
+            try {
+                consumer.close(Duration.ofSeconds(10));
+            } catch (RuntimeException error) {
+                say("close_failed", "\"message\":\"" + String.valueOf(error.getMessage()).replace("\"", "'") + "\"");
+            }
+            say("stopped", "");
+            closed.countDown();
+        }
+    }
+}

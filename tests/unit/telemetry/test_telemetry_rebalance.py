@@ -293,3 +293,26 @@ def test_release_commit_offsets_match_what_the_callback_returned(otel: Telemetry
     assert span.parent is None, "a commit while stopping belongs to no rebalance"
     assert (span.attributes or {})[a.COMMIT_KIND] == "release"
     assert otel.total(a.METRIC_PARTITIONS_REVOKED, staticconsumer__partitions__reason="stop") == 2
+
+
+def test_fenced_heartbeat_while_the_sync_is_out_fails_the_join_and_abandons_the_sync(otel: Telemetry) -> None:
+    member = Member(otel)
+    join = member.start_until_join()
+    member.now += 0.1
+    sync = one(member.join_answer(join), act.SendSyncGroup)
+    beat = member.next_heartbeat()  # heartbeats already flow in COMPLETING_REBALANCE
+    member.now += 0.01
+    member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.FENCED_INSTANCE_ID)
+    ended = member.now
+    member.now += 0.5
+    member.sync_answer(sync, [T0])  # the late answer changes nothing
+
+    root = otel.span("join")
+    assert (root.attributes or {})[a.REBALANCE_OUTCOME] == "failed"
+    assert root.end_time == member.ns(ended)
+    sync_span = otel.span("SyncGroup")
+    assert (sync_span.attributes or {})[a.REQUEST_OUTCOME] == "abandoned"
+    assert sync_span.end_time == member.ns(ended)
+    (fenced,) = otel.span("Heartbeat").events
+    assert fenced.name == a.EVENT_FENCED
+    assert otel.total(a.METRIC_REBALANCE_FAILURES, error__type="FENCED_INSTANCE_ID") == 1

@@ -1,0 +1,547 @@
+"""Rolling bounce of a consumer group, one process per member, whatever the client.
+
+A Kubernetes rolling update restarts every pod of a StatefulSet in turn. Whether the group notices is
+the point of static membership, so this module measures it the same way for every client: each member
+runs in its own process and prints the same JSON-line events (``e``: started, assigned, revoked, lost,
+first_record, stopped; ``t``: wall clock), and the orchestrator folds them into figures. The demo and
+``benchmarks/rolling_bounce.py`` both drive it.
+
+Modes: ``staticconsumer-static``, ``staticconsumer-dynamic``, ``aiokafka-static`` (aiokafka 0.14 with
+``group_instance_id``), ``aiokafka-dynamic`` and ``java-static`` (Kafka's own KafkaConsumer with
+``group.instance.id``, from the Java oracle module). Every mode uses the eager range assignor, so
+they differ only in membership.
+
+Member process: ``python -m staticconsumer.bounce member --client staticconsumer --bootstrap ...
+--topic ... --group ... [--instance ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+Event = dict[str, Any]
+Partition = tuple[str, int]
+
+CLIENTS = ("staticconsumer", "aiokafka", "java")
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A client and whether its members carry an instance id."""
+
+    name: str
+    client: str
+    static: bool
+
+
+MODES: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode("staticconsumer-static", "staticconsumer", True),
+        Mode("staticconsumer-dynamic", "staticconsumer", False),
+        Mode("aiokafka-static", "aiokafka", True),
+        Mode("aiokafka-dynamic", "aiokafka", False),
+        Mode("java-static", "java", True),
+    )
+}
+
+
+@dataclass(frozen=True)
+class BounceSettings:
+    """One rolling bounce: group size, topic size, timeouts, and how long to wait for what."""
+
+    members: int = 3
+    partitions_per_member: int = 4
+    session_ms: int = 30_000
+    """Long enough that a JVM started on a busy machine is back in time (a Java restart took 9-11 s
+    on 2 loaded cores): every restart must be within the session timeout, whatever the client."""
+    heartbeat_ms: int = 1_000
+    produce_per_second: int = 200
+    settle_within: float = 60.0
+    grace: float = 2.0
+    """Seconds to watch after each restart settled, so late revokes and rebalances are counted."""
+    kafka_version: str | None = None
+    """For the Java client: kafka-clients at the broker's version."""
+
+    @property
+    def partitions(self) -> int:
+        return self.members * self.partitions_per_member
+
+
+# -- one member process (Python clients) ---------------------------------------------------------
+
+
+def _say(event: str, **fields: Any) -> None:
+    print(json.dumps({"e": event, "t": time.time(), **fields}), flush=True)
+
+
+def _names(partitions: Iterable[Any]) -> list[list[Any]]:
+    return sorted([tp.topic, tp.partition] for tp in partitions)
+
+
+async def _run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) -> None:
+    from staticconsumer.consumer import ConsumerRebalanceListener, StaticConsumer
+
+    holder: list[StaticConsumer] = []
+
+    class Reporter(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, assigned: frozenset[Any]) -> None:
+            _say("assigned", partitions=_names(assigned), n=len(assigned), gen=holder[0].generation)
+
+        def on_partitions_revoked(self, revoked: frozenset[Any]) -> None:
+            _say("revoked", partitions=_names(revoked), n=len(revoked))
+
+        def on_partitions_lost(self, lost: frozenset[Any]) -> None:
+            _say("lost", partitions=_names(lost), n=len(lost))
+
+    consumer = StaticConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        group_instance_id=args.instance,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        assignors=("range",),
+        auto_commit_interval_ms=1000,
+        auto_offset_reset="latest",
+        listener=Reporter(),
+    )
+    holder.append(consumer)
+    await consumer.start()
+    _say("started")
+    await _consume(lambda: consumer.getmany(timeout_ms=200), lambda: consumer.generation, stopping)
+    await consumer.stop()
+
+
+async def _run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        group_instance_id=args.instance,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        partition_assignment_strategy=(RangePartitionAssignor,),
+        auto_commit_interval_ms=1000,
+        auto_offset_reset="latest",
+    )
+
+    def generation() -> int:
+        # aiokafka has no public generation; its coordinator holds it.
+        coordinator = getattr(consumer, "_coordinator", None)
+        return int(getattr(coordinator, "generation", -1)) if coordinator is not None else -1
+
+    class Reporter(ConsumerRebalanceListener):  # type: ignore[misc]
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            _say("revoked", partitions=_names(revoked), n=len(revoked))
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            _say("assigned", partitions=_names(assigned), n=len(assigned), gen=generation())
+
+    consumer.subscribe([args.topic], listener=Reporter())
+    await consumer.start()
+    _say("started")
+    await _consume(lambda: consumer.getmany(timeout_ms=200), generation, stopping)
+    await consumer.stop()
+
+
+async def _consume(poll: Callable[[], Any], generation: Callable[[], int], stopping: asyncio.Event) -> None:
+    first = True
+    while not stopping.is_set():
+        batch = await poll()
+        if first and batch:
+            first = False
+            _say("first_record", gen=generation())
+
+
+async def run_member(args: argparse.Namespace) -> int:
+    """Consume until SIGTERM, then stop the way a pod does (a static member sends no LeaveGroup)."""
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    stopping = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    if args.client == "staticconsumer":
+        await _run_staticconsumer(args, stopping)
+    else:
+        await _run_aiokafka(args, stopping)
+    _say("stopped")
+    return 0
+
+
+# -- members as seen by the orchestrator ----------------------------------------------------------
+
+
+@dataclass
+class Member:
+    """One member process: its slot in the group, when it was spawned, what it reported."""
+
+    index: int
+    spawned_at: float
+    events: list[Event]
+    stop: Callable[[], None]
+    """Ask it to stop as a pod is stopped, and wait until it has exited."""
+    stop_requested_at: float | None = None
+
+    def first(self, event: str) -> Event | None:
+        return next((e for e in list(self.events) if e["e"] == event), None)
+
+    def owned(self) -> set[Partition]:
+        """What it owns now, folding its callbacks (eager and cooperative alike)."""
+        return _fold(self.events, until=None)
+
+
+def _fold(events: Iterable[Event], until: float | None) -> set[Partition]:
+    owned: set[Partition] = set()
+    for event in list(events):
+        if until is not None and event["t"] > until:
+            break
+        owned = _apply(owned, event)
+    return owned
+
+
+def _apply(owned: set[Partition], event: Event) -> set[Partition]:
+    """One callback's effect: eager members are assigned everything anew after revoking everything,
+    cooperative ones are told only what is added or removed; both fold the same way."""
+    changed = {(str(topic), int(partition)) for topic, partition in event.get("partitions", [])}
+    if event["e"] == "assigned":
+        return owned | changed
+    if event["e"] in ("revoked", "lost"):
+        return owned - changed
+    if event["e"] == "stopped":
+        return set()
+    return owned
+
+
+def _python_member(
+    mode: Mode, index: int, bootstrap: str, topic: str, group: str, s: BounceSettings
+) -> Member:
+    command = [
+        sys.executable,
+        "-m",
+        "staticconsumer.bounce",
+        "member",
+        f"--client={mode.client}",
+        f"--bootstrap={bootstrap}",
+        f"--topic={topic}",
+        f"--group={group}",
+        f"--session-ms={s.session_ms}",
+        f"--heartbeat-ms={s.heartbeat_ms}",
+    ]
+    if mode.static:
+        command.append(f"--instance=member-{index}")
+    spawned_at = time.time()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    events: list[Event] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            with contextlib.suppress(json.JSONDecodeError):
+                events.append(json.loads(line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+
+    def stop() -> None:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        reader.join(timeout=5)
+
+    return Member(index, spawned_at, events, stop)
+
+
+def _java_member(mode: Mode, index: int, bootstrap: str, topic: str, group: str, s: BounceSettings) -> Member:
+    from staticconsumer.testing.oracle import JavaPeerConsumer
+
+    options: dict[str, str | int] = {
+        "bootstrap": bootstrap,
+        "group": group,
+        "topics": topic,
+        "assignor": "range",
+        "session_ms": s.session_ms,
+        "heartbeat_ms": s.heartbeat_ms,
+        "auto_offset_reset": "latest",
+        "commit": "auto",
+    }
+    if mode.static:
+        options["instance"] = f"member-{index}"
+    spawned_at = time.time()
+    peer = JavaPeerConsumer.start(s.kafka_version, **options)
+
+    def stop() -> None:
+        peer.stop()
+
+    return Member(index, spawned_at, peer.events, stop)
+
+
+SPAWNERS: dict[str, Callable[[Mode, int, str, str, str, BounceSettings], Member]] = {
+    "staticconsumer": _python_member,
+    "aiokafka": _python_member,
+    "java": _java_member,
+}
+"""How each client's member process is started; add a client by adding a spawner."""
+
+
+# -- the figures ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Restart:
+    index: int
+    seconds_to_first_record: float
+    """From the new process's start (spawn) to its first record."""
+    seconds_to_started: float
+    """From spawn to the client being constructed and started (the Java member reports before its
+    first poll): mostly interpreter or JVM start and imports."""
+    seconds_to_assigned: float
+    """From spawn to its first partitions assignment."""
+    seconds_away: float
+    """From the old process being asked to stop to the new one's assignment: must stay below the
+    session timeout, or the broker removes the static member and the group rebalances anyway."""
+    revoked_from_others: int
+    """Partitions revoked from or lost by members that were not restarting, during this restart."""
+
+
+@dataclass
+class BounceResult:
+    mode: str
+    members: int
+    partitions: int
+    session_ms: int
+    start_generation: int
+    generations: list[int]
+    """Generations seen after the group first settled, in order."""
+    restarts: list[Restart] = field(default_factory=list)
+    window_seconds: float = 0.0
+    unowned_partition_seconds: float = 0.0
+    """Sum over partitions of the time no live member owned them, from the first stop to the end."""
+
+    @property
+    def rebalances(self) -> int:
+        return len(self.generations)
+
+    @property
+    def revoked_from_others(self) -> int:
+        return sum(r.revoked_from_others for r in self.restarts)
+
+    @property
+    def median_restart_seconds(self) -> float:
+        return statistics.median(r.seconds_to_first_record for r in self.restarts)
+
+
+def unowned_partition_seconds(members: list[Member], partitions: int, start: float, end: float) -> float:
+    """Integrate, over [start, end], the partitions that no live member owns.
+
+    A member stops counting as an owner when it is asked to stop (a process shutting down consumes
+    nothing, whatever the broker still believes); a partition owned twice counts once.
+    """
+    changes: list[tuple[float, int, Event]] = []
+    for slot, member in enumerate(members):
+        for event in list(member.events):
+            if member.stop_requested_at is not None and event["t"] >= member.stop_requested_at:
+                break
+            changes.append((float(event["t"]), slot, event))
+        if member.stop_requested_at is not None:
+            changes.append((member.stop_requested_at, slot, {"e": "stopped", "t": member.stop_requested_at}))
+    changes.sort(key=lambda change: change[0])
+    owned: list[set[Partition]] = [set() for _ in members]
+    total = 0.0
+    last = start
+
+    def unowned() -> int:
+        union: set[Partition] = set()
+        for each in owned:
+            union |= each
+        return partitions - len(union)
+
+    for moment, slot, event in changes:
+        if moment > end:
+            break
+        if moment > last:
+            total += unowned() * (moment - last)
+            last = moment
+        owned[slot] = _apply(owned[slot], event)
+    if end > last:
+        total += unowned() * (end - last)
+    return total
+
+
+# -- the orchestrator -----------------------------------------------------------------------------
+
+
+async def _wait_for(check: Callable[[], bool], within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rolling bounce: not within {within:.0f}s: {what}")
+        await asyncio.sleep(0.05)
+
+
+async def _produce_steadily(bootstrap: str, topic: str, per_second: int, stop: asyncio.Event) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    sent = 0
+    began = time.monotonic()
+    try:
+        while not stop.is_set():
+            await producer.send(topic, str(time.time()).encode(), key=f"k{sent}".encode())
+            sent += 1
+            # Paced against the start, so a slow loop catches up instead of drifting.
+            await asyncio.sleep(max(0.0, began + sent / per_second - time.monotonic()))
+    finally:
+        await producer.stop()
+    return sent
+
+
+def _settled(members: list[Member], partitions: int) -> bool:
+    """Every member has been assigned, and every partition has exactly one owner."""
+    owned = [m.owned() for m in members]
+    if any(m.first("assigned") is None for m in members):
+        return False
+    union: set[Partition] = set()
+    for each in owned:
+        union |= each
+    return len(union) == partitions and sum(len(each) for each in owned) == partitions
+
+
+async def bounce(
+    mode: Mode,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    settings: BounceSettings,
+    say: Callable[[str], None] = lambda line: None,
+) -> BounceResult:
+    """Start the group, let it settle, restart every member in turn (each back within the session
+    timeout), and fold what the members reported into the figures."""
+    spawn = SPAWNERS[mode.client]
+    loop = asyncio.get_running_loop()
+
+    async def start(index: int) -> Member:
+        return await loop.run_in_executor(None, spawn, mode, index, bootstrap, topic, group, settings)
+
+    async def stop(member: Member) -> None:
+        member.stop_requested_at = time.time()
+        await loop.run_in_executor(None, member.stop)
+
+    stop_producing = asyncio.Event()
+    producing = asyncio.create_task(
+        _produce_steadily(bootstrap, topic, settings.produce_per_second, stop_producing)
+    )
+    members: list[Member] = [await start(i) for i in range(settings.members)]
+    everyone = list(members)
+    try:
+        await _wait_for(
+            lambda: _settled(members, settings.partitions), settings.settle_within, f"{mode.name} to settle"
+        )
+        await asyncio.sleep(settings.grace)
+        await _wait_for(
+            lambda: _settled(members, settings.partitions), settings.settle_within, f"{mode.name} to settle"
+        )
+        seen_before = _generations(everyone)
+        start_generation = max(seen_before)
+        result = BounceResult(
+            mode.name, settings.members, settings.partitions, settings.session_ms, start_generation, []
+        )
+        window_start = time.time()
+        for index in range(settings.members):
+            old = members[index]
+            await stop(old)
+            new = await start(index)
+            members[index] = new
+            everyone.append(new)
+            await _wait_for(
+                lambda new=new: new.first("first_record") is not None,  # type: ignore[misc]
+                settings.settle_within,
+                f"{mode.name}: restarted member {index}'s first record",
+            )
+            await _wait_for(
+                lambda: _settled(members, settings.partitions),
+                settings.settle_within,
+                f"{mode.name} to settle after restart {index}",
+            )
+            await asyncio.sleep(settings.grace)
+            first_record = new.first("first_record")
+            assert first_record is not None
+            restart_ended = time.time()
+            others = [m for m in everyone if m.index != index and m.stop_requested_at is None]
+            stopped_at = old.stop_requested_at or window_start
+            revoked = sum(
+                int(e.get("n", 0))
+                for m in others
+                for e in list(m.events)
+                if e["e"] in ("revoked", "lost") and stopped_at <= e["t"] <= restart_ended
+            )
+            seconds = float(first_record["t"]) - new.spawned_at
+            started, assigned = new.first("started"), new.first("assigned")
+            assert started is not None
+            assert assigned is not None
+            result.restarts.append(
+                Restart(
+                    index,
+                    seconds,
+                    float(started["t"]) - new.spawned_at,
+                    float(assigned["t"]) - new.spawned_at,
+                    float(assigned["t"]) - stopped_at,
+                    revoked,
+                )
+            )
+            say(f"  {mode.name} restart {index}: first record {seconds:.2f}s, {revoked} revoked from others")
+        window_end = time.time()
+        result.generations = sorted(g for g in _generations(everyone) if g not in seen_before)
+        result.window_seconds = window_end - window_start
+        result.unowned_partition_seconds = unowned_partition_seconds(
+            everyone, settings.partitions, window_start, window_end
+        )
+        return result
+    finally:
+        stop_producing.set()
+        await producing
+        await asyncio.gather(*(stop(m) for m in members if m.stop_requested_at is None))
+
+
+def _generations(members: Iterable[Member]) -> set[int]:
+    return {int(e["gen"]) for m in members for e in list(m.events) if e["e"] == "assigned"}
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m staticconsumer.bounce")
+    commands = parser.add_subparsers(dest="command", required=True)
+    member = commands.add_parser("member", help="one member process (Python clients), JSON lines on stdout")
+    member.add_argument("--client", choices=("staticconsumer", "aiokafka"), required=True)
+    member.add_argument("--bootstrap", required=True)
+    member.add_argument("--topic", required=True)
+    member.add_argument("--group", required=True)
+    member.add_argument("--instance", default=None, help="group.instance.id; omit for a dynamic member")
+    member.add_argument("--session-ms", type=int, default=10_000)
+    member.add_argument("--heartbeat-ms", type=int, default=1_000)
+    args = parser.parse_args(argv)
+    return asyncio.run(run_member(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

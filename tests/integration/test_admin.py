@@ -118,6 +118,7 @@ async def _seconds_until_taken_over(
         await leaving.stop()
 
 
+@pytest.mark.both_versions
 async def test_removing_an_offline_static_member_rebalances_at_once(
     kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
 ) -> None:

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from staticconsumer import protocol as p
-from staticconsumer.errors import UnsupportedVersionForFieldError
+from staticconsumer.errors import DecodeError, UnsupportedVersionForFieldError
 from staticconsumer.protocol import ADMIN_APIS
 from staticconsumer.protocol.kafka_json import from_kafka_json
 
@@ -78,3 +80,42 @@ def test_group_state_and_type_are_dropped_below_their_version() -> None:
     full = p.ListGroupsResponse(groups=[p.ListedGroup("g", "consumer", "Stable", "classic")])
     assert p.ListGroupsResponse.decode(full.encode(3), 3).groups == [p.ListedGroup("g", "consumer")]
     assert p.ListGroupsResponse.decode(full.encode(4), 4).groups == [p.ListedGroup("g", "consumer", "Stable")]
+
+
+ADMIN_MESSAGE_VERSIONS = [
+    (cls, version)
+    for spec in ADMIN_APIS.values()
+    for cls in (spec.request, spec.response)
+    for version in range(spec.min_version, spec.max_version + 1)
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "version"), ADMIN_MESSAGE_VERSIONS, ids=[f"{c.__name__}-v{v}" for c, v in ADMIN_MESSAGE_VERSIONS]
+)
+@settings(max_examples=150, deadline=None)
+@given(data=st.binary(max_size=64))
+def test_hostile_bytes_only_raise_decode_error(cls: type[p.Message], version: int, data: bytes) -> None:
+    """A broker's answer is untrusted input: anything but a DecodeError would crash the admin."""
+    try:
+        decoded = cls.decode(data, version)
+    except DecodeError:
+        return
+    assert decoded.encode(version) == data  # what decodes is exactly what it says
+
+
+@pytest.mark.parametrize(
+    ("cls", "version"), ADMIN_MESSAGE_VERSIONS, ids=[f"{c.__name__}-v{v}" for c, v in ADMIN_MESSAGE_VERSIONS]
+)
+def test_every_truncation_of_a_golden_body_is_a_decode_error(cls: type[p.Message], version: int) -> None:
+    content = json.loads((GOLDEN_DIR / f"{cls.API_NAME}.json").read_text(encoding="utf-8"))
+    bodies = [
+        bytes.fromhex(v["body"])
+        for v in content["vectors"]
+        if v["version"] == version and v["kind"] == cls.KIND and v["body"]
+    ]
+    assert bodies or (cls is p.ListGroupsRequest and version < 3)  # those have no fields at all
+    for body in bodies:
+        for cut in range(len(body)):
+            with pytest.raises(DecodeError):
+                cls.decode(body[:cut], version)

@@ -76,6 +76,9 @@ class Environment(msgspec.Struct):
     msgspec: str
     git_revision: str
     git_dirty: bool
+    """Uncommitted changes to what this benchmark measures (the codec, this script)."""
+    load_average: tuple[float, float, float] | None
+    """1, 5 and 15 minute load averages at the start: how busy the (possibly shared) machine was."""
 
 
 class Report(msgspec.Struct):
@@ -272,7 +275,8 @@ def environment() -> Environment:
         aiokafka=aiokafka.__version__,
         msgspec=msgspec.__version__,
         git_revision=_git("rev-parse", "HEAD") or "unknown",
-        git_dirty=bool(_git("status", "--porcelain", "--", "staticconsumer", "benchmarks")),
+        git_dirty=bool(_git("status", "--porcelain", "--", "staticconsumer/protocol", "benchmarks/codec.py")),
+        load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
     )
 
 
@@ -322,13 +326,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="what a run's time is")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
+    env = environment()
     cases = run(args.repeats, args.warmup, CLOCKS[args.clock])
     report = Report(
         benchmark="codec",
         created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         command=" ".join([Path(sys.executable).name, *sys.argv]),
         clock=args.clock,
-        environment=environment(),
+        environment=env,
         cases=cases,
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -336,7 +336,11 @@ def _run_admin(args: argparse.Namespace) -> int:
     except StaticConsumerError as error:
         print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
     except Exception as error:  # aiokafka's connection and authentication errors
-        print(f"error: cannot reach Kafka: {type(error).__name__}: {error}", file=sys.stderr)
+        print(
+            f"error: cannot reach Kafka (down, wrong address, or TLS/SASL refused; the log line above "
+            f"says which): {type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
     return 2
 
 

@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="repeatable: each member to remove",
     )
-    remove.add_argument("--reason", default=None, help="shown in the broker's log (Kafka 3.2+)")
+    remove.add_argument("--reason", metavar="TEXT", help="shown in the broker's log (Kafka 3.2+)")
     _add_admin_options(remove)
     return parser
 

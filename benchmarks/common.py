@@ -15,7 +15,9 @@ from pathlib import Path
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = Path(os.environ.get("STATICCONSUMER_BENCH_RESULTS") or ROOT / "benchmarks" / "results")
+"""Where results go; ``benchmarks.run --quick`` points it elsewhere so a smoke run never replaces the
+committed figures."""
 
 
 class Environment(msgspec.Struct):

@@ -1,0 +1,345 @@
+"""Rolling bounce, side by side: does the group notice when every member is restarted in turn?
+
+N consumer processes (N = 3, 6, 12) on a topic of 4N partitions with a steady producer; every member,
+the leader included, is restarted in turn, each back within the session timeout. Five modes
+(``staticconsumer.bounce.MODES``): staticconsumer static and dynamic, aiokafka 0.14 with and without
+group_instance_id, and Java's KafkaConsumer with group.instance.id. Per mode and repeat: rebalances
+(generations after the group first settled), partitions revoked from members that did not restart,
+each restart's seconds from process start to first record, and the partition-seconds owned by no
+live member during the bounce. Repeats are interleaved (the mode order rotates each repeat), so every
+mode sees the same machine conditions; results are medians with spread.
+
+Run: .venv/bin/python -m benchmarks.rolling_bounce [--members 3 6 12] [--repeats 5] [--modes ...]
+Writes benchmarks/results/rolling_bounce.json (schema: ``Report``) and rolling_bounce.png (matplotlib,
+when installed). Sizes not run this time are kept from the existing file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from benchmarks.common import RESULTS, Environment, Spread, environment, spread, write_json
+from staticconsumer.bounce import MODES, BounceResult, BounceSettings, bounce
+from staticconsumer.testing import EmbeddedKafka
+from staticconsumer.testing.broker import create_topics
+
+NAME = "rolling_bounce"
+
+
+class RestartFigures(msgspec.Struct):
+    member: int
+    seconds_to_first_record: float
+    seconds_to_started: float
+    seconds_to_assigned: float
+    seconds_away: float
+    """Old process asked to stop -> new one assigned; below the session timeout."""
+    revoked_from_others: int
+
+
+class Repeat(msgspec.Struct):
+    repeat: int
+    error: str | None
+    """Set when the bounce did not complete (a member never settled); the figures below are then empty."""
+    rebalances: int = 0
+    generations: list[int] = msgspec.field(default_factory=list)
+    revoked_from_others: int = 0
+    unowned_partition_seconds: float = 0.0
+    window_seconds: float = 0.0
+    restarts: list[RestartFigures] = msgspec.field(default_factory=list)
+
+
+class ModeResult(msgspec.Struct):
+    mode: str
+    repeats: list[Repeat]
+    completed: int
+    rebalances: Spread | None
+    """Per repeat."""
+    revoked_from_others: Spread | None
+    """Partitions, per repeat."""
+    restart_seconds: Spread | None
+    """Every restart of every completed repeat: process start to first record."""
+    unowned_partition_seconds: Spread | None
+    """Per repeat."""
+    max_seconds_away: float | None
+
+
+class Target(msgspec.Struct):
+    target: str
+    met: bool
+    detail: str
+
+
+class Settings(msgspec.Struct):
+    session_ms: int
+    heartbeat_ms: int
+    produce_per_second: int
+    grace_seconds: float
+    assignor: str
+
+
+class SizeResult(msgspec.Struct):
+    members: int
+    partitions: int
+    repeats: int
+    settings: Settings
+    environment: Environment
+    modes: list[ModeResult]
+    targets: list[Target]
+
+
+class Report(msgspec.Struct):
+    benchmark: str
+    sizes: list[SizeResult]
+
+
+def summarise(mode: str, repeats: list[Repeat]) -> ModeResult:
+    done = [r for r in repeats if r.error is None]
+    restarts = [s.seconds_to_first_record for r in done for s in r.restarts]
+    away = [s.seconds_away for r in done for s in r.restarts]
+    return ModeResult(
+        mode,
+        repeats,
+        len(done),
+        spread([float(r.rebalances) for r in done]) if done else None,
+        spread([float(r.revoked_from_others) for r in done]) if done else None,
+        spread(restarts) if restarts else None,
+        spread([r.unowned_partition_seconds for r in done]) if done else None,
+        max(away) if away else None,
+    )
+
+
+def targets(members: int, modes: dict[str, ModeResult]) -> list[Target]:
+    """The issue's targets, checked on the medians of this run."""
+    out: list[Target] = []
+    ours = modes.get("staticconsumer-static")
+    if ours is not None and ours.rebalances is not None and ours.revoked_from_others is not None:
+        out.append(
+            Target(
+                "staticconsumer static: 0 rebalances, 0 partitions revoked from members that did not restart",
+                ours.rebalances.max == 0 and ours.revoked_from_others.max == 0,
+                f"rebalances max {ours.rebalances.max:.0f}, revoked max {ours.revoked_from_others.max:.0f} "
+                f"over {ours.completed} repeats",
+            )
+        )
+    java = modes.get("java-static")
+    if ours is not None and java is not None and ours.restart_seconds and java.restart_seconds:
+        out.append(
+            Target(
+                "staticconsumer static: median restart-to-first-record no worse than Java's",
+                ours.restart_seconds.median <= java.restart_seconds.median,
+                f"{ours.restart_seconds.median:.2f}s against Java {java.restart_seconds.median:.2f}s",
+            )
+        )
+    dynamic = modes.get("staticconsumer-dynamic")
+    if dynamic is not None and dynamic.rebalances is not None:
+        per_restart = dynamic.rebalances.median / members
+        out.append(
+            Target(
+                "staticconsumer dynamic: about two rebalances per restart",
+                1.5 <= per_restart <= 2.5,
+                f"{per_restart:.2f} rebalances per restart (median {dynamic.rebalances.median:.0f} "
+                f"for {members} restarts)",
+            )
+        )
+    return out
+
+
+def run_size(
+    kafka: EmbeddedKafka, members: int, repeats: int, modes: list[str], settings: BounceSettings
+) -> SizeResult:
+    sized = BounceSettings(
+        members=members,
+        partitions_per_member=settings.partitions_per_member,
+        session_ms=settings.session_ms,
+        heartbeat_ms=settings.heartbeat_ms,
+        produce_per_second=settings.produce_per_second,
+        grace=settings.grace,
+        kafka_version=kafka.version,
+    )
+    results: dict[str, list[Repeat]] = {mode: [] for mode in modes}
+    for repeat in range(repeats):
+        shift = repeat % len(modes)
+        for mode in modes[shift:] + modes[:shift]:  # rotate, so no mode always runs first
+            name = f"bounce-{members}-{mode}-{uuid.uuid4().hex[:6]}"
+            asyncio.run(create_topics(kafka.bootstrap_servers, {name: sized.partitions}))
+            began = time.monotonic()
+            try:
+                outcome = asyncio.run(bounce(MODES[mode], kafka.bootstrap_servers, name, name, sized, print))
+            except TimeoutError as error:
+                print(f"N={members} repeat {repeat + 1} {mode}: FAILED {error}", flush=True)
+                results[mode].append(Repeat(repeat, str(error)))
+                continue
+            results[mode].append(to_repeat(repeat, outcome))
+            print(
+                f"N={members} repeat {repeat + 1} {mode}: {outcome.rebalances} rebalances, "
+                f"{outcome.revoked_from_others} revoked from others, median restart "
+                f"{outcome.median_restart_seconds:.2f}s, unowned {outcome.unowned_partition_seconds:.1f} "
+                f"partition-s ({time.monotonic() - began:.0f}s)",
+                flush=True,
+            )
+    summaries = {mode: summarise(mode, runs) for mode, runs in results.items()}
+    return SizeResult(
+        members,
+        sized.partitions,
+        repeats,
+        Settings(sized.session_ms, sized.heartbeat_ms, sized.produce_per_second, sized.grace, "range"),
+        environment(kafka.version),
+        list(summaries.values()),
+        targets(members, summaries),
+    )
+
+
+def to_repeat(repeat: int, outcome: BounceResult) -> Repeat:
+    return Repeat(
+        repeat,
+        None,
+        outcome.rebalances,
+        outcome.generations,
+        outcome.revoked_from_others,
+        outcome.unowned_partition_seconds,
+        outcome.window_seconds,
+        [
+            RestartFigures(
+                r.index,
+                r.seconds_to_first_record,
+                r.seconds_to_started,
+                r.seconds_to_assigned,
+                r.seconds_away,
+                r.revoked_from_others,
+            )
+            for r in outcome.restarts
+        ],
+    )
+
+
+def load(path: Path) -> Report | None:
+    if not path.exists():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Report)
+    except msgspec.ValidationError:
+        return None
+
+
+def plot(report: Report, path: Path) -> bool:
+    """Four panels (rebalances, revoked, restart-to-first-record, unowned partition-seconds), one box per
+    mode and group size. Returns False when matplotlib is not installed (the ``bench`` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    modes = list(MODES)
+    sizes = sorted(report.sizes, key=lambda s: s.members)
+    if not sizes:
+        return False
+    panels: list[tuple[str, str, Callable[[ModeResult], list[float]]]] = [
+        ("rebalances", "rebalances per bounce", lambda r: [float(x.rebalances) for x in _done(r)]),
+        (
+            "revoked",
+            "partitions revoked from members not restarting",
+            lambda r: [float(x.revoked_from_others) for x in _done(r)],
+        ),
+        (
+            "restart",
+            "seconds from process start to first record",
+            lambda r: [s.seconds_to_first_record for x in _done(r) for s in x.restarts],
+        ),
+        (
+            "unowned",
+            "partition-seconds owned by no live member",
+            lambda r: [x.unowned_partition_seconds for x in _done(r)],
+        ),
+    ]
+    figure, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    width = 0.8 / max(1, len(sizes))
+    for axis, (_, title, values) in zip(axes.flat, panels, strict=True):
+        for k, size in enumerate(sizes):
+            by_mode = {m.mode: m for m in size.modes}
+            data = [values(by_mode[m]) if m in by_mode else [] for m in modes]
+            positions = [i + (k - (len(sizes) - 1) / 2) * width for i in range(len(modes))]
+            shown = [(p, d) for p, d in zip(positions, data, strict=True) if d]
+            if not shown:
+                continue
+            boxes = axis.boxplot(
+                [d for _, d in shown],
+                positions=[p for p, _ in shown],
+                widths=width * 0.85,
+                patch_artist=True,
+                manage_ticks=False,
+            )
+            for patch in boxes["boxes"]:
+                patch.set_facecolor(colours[k % len(colours)])
+                patch.set_alpha(0.6)
+            axis.plot(
+                [], [], color=colours[k % len(colours)], linewidth=8, alpha=0.6, label=f"N={size.members}"
+            )
+        axis.set_title(title, fontsize=10)
+        axis.set_xticks(range(len(modes)))
+        axis.set_xticklabels([m.replace("-", "\n", 1) for m in modes], fontsize=8)
+        axis.grid(axis="y", alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    figure.suptitle(
+        f"Rolling bounce, every member restarted in turn (topic of 4N partitions, session "
+        f"{sizes[0].settings.session_ms / 1000:.0f}s, {sizes[0].settings.produce_per_second} records/s)"
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return True
+
+
+def _done(result: ModeResult) -> list[Repeat]:
+    return [r for r in result.repeats if r.error is None]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--members", type=int, nargs="+", default=[3, 6, 12], help="group sizes N")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
+    parser.add_argument("--session-ms", type=int, default=BounceSettings.session_ms)
+    parser.add_argument("--grace", type=float, default=1.5, help="seconds watched after each restart")
+    parser.add_argument("--produce-per-second", type=int, default=BounceSettings.produce_per_second)
+    parser.add_argument("--kafka-version", default=None)
+    parser.add_argument("--fresh", action="store_true", help="drop sizes kept from the existing results")
+    args = parser.parse_args(argv)
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    settings = BounceSettings(
+        session_ms=args.session_ms, produce_per_second=args.produce_per_second, grace=args.grace
+    )
+    measured: list[SizeResult] = []
+    with EmbeddedKafka(args.kafka_version) as kafka:
+        print(f"Kafka {kafka.version} at {kafka.bootstrap_servers}", flush=True)
+        for members in args.members:
+            measured.append(run_size(kafka, members, args.repeats, args.modes, settings))
+    previous = None if args.fresh else load(RESULTS / f"{NAME}.json")
+    kept = [s for s in previous.sizes if s.members not in args.members] if previous else []
+    report = Report(
+        NAME,
+        sorted([*kept, *measured], key=lambda s: s.members),
+    )
+    path = write_json(report, NAME)
+    print(f"wrote {path}")
+    if plot(report, path.with_suffix(".png")):
+        print(f"wrote {path.with_suffix('.png')}")
+    for size in measured:
+        for target in size.targets:
+            print(f"N={size.members} {'MET' if target.met else 'NOT MET'}: {target.target} ({target.detail})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -18,9 +18,11 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -48,16 +50,18 @@ class _Reporter(ConsumerRebalanceListener):
         self._consumer = consumer_ref
 
     def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
-        _say("assigned", n=len(assigned), gen=self._consumer[0].generation)
+        _say("assigned", n=len(assigned), gen=self._consumer[0].generation, partitions=sorted(assigned))
 
     def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
-        _say("revoked", n=len(revoked))
+        _say("revoked", n=len(revoked), partitions=sorted(revoked))
 
     def on_partitions_lost(self, lost: frozenset[TopicPartition]) -> None:
-        _say("lost", n=len(lost))
+        _say("lost", n=len(lost), partitions=sorted(lost))
 
 
-async def run_member(bootstrap: str, topic: str, group: str, instance: str | None) -> int:
+async def run_member(
+    bootstrap: str, topic: str, group: str, instance: str | None, event_log: str | None = None
+) -> int:
     """Consume until SIGTERM, then stop the way a pod does (static: no LeaveGroup)."""
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     stopping = asyncio.Event()
@@ -73,6 +77,7 @@ async def run_member(bootstrap: str, topic: str, group: str, instance: str | Non
         auto_commit_interval_ms=1000,
         auto_offset_reset="latest",
         listener=_Reporter(holder),
+        event_log_path=event_log,
     )
     holder.append(consumer)
     await consumer.start()
@@ -108,6 +113,9 @@ class ModeResult:
     rebalances: int
     revoked_from_others: int
     restart_to_first_record: list[float]
+    start_generation: int = -1
+    members: list[Member] = field(default_factory=list)
+    """Every member process of the run with the JSON events it printed (the test's direct view)."""
 
     @property
     def median_restart(self) -> float:
@@ -116,10 +124,14 @@ class ModeResult:
         )
 
 
-def _spawn(index: int, bootstrap: str, topic: str, group: str, static: bool) -> Member:
+def _spawn(
+    index: int, bootstrap: str, topic: str, group: str, static: bool, event_log: str | None = None
+) -> Member:
     command = [sys.executable, "-m", "staticconsumer.demo", "member", bootstrap, topic, group]
     if static:
         command.append(f"demo-{index}")
+    if event_log is not None:
+        command += ["--event-log", event_log]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     member = Member(index, process, time.time())
 
@@ -159,14 +171,21 @@ def _generations(members: list[Member]) -> set[int]:
     return {e["gen"] for m in members for e in m.events if e["e"] == "assigned"}
 
 
-async def run_mode(kafka: EmbeddedKafka, static: bool) -> ModeResult:
+async def run_mode(
+    kafka: EmbeddedKafka, static: bool, event_log_dir: Path | None = None, name: str | None = None
+) -> ModeResult:
+    """One rolling bounce; with ``event_log_dir`` each member process writes its event log there.
+
+    ``name`` (default ``demo-<mode>``) is the topic and the group, so tests sharing a broker don't collide.
+    """
     mode = "static" if static else "dynamic"
-    topic, group = f"demo-{mode}", f"demo-{mode}"
+    event_log = None if event_log_dir is None else str(event_log_dir / "{instance}-{session}.jsonl")
+    topic = group = name or f"demo-{mode}"
     kafka.create_topic(topic, MEMBERS * PARTITIONS_PER_MEMBER)
     bootstrap = kafka.bootstrap_servers
     stop_producing = asyncio.Event()
     producing = asyncio.create_task(_produce_steadily(bootstrap, topic, stop_producing))
-    members = [_spawn(i, bootstrap, topic, group, static) for i in range(MEMBERS)]
+    members = [_spawn(i, bootstrap, topic, group, static, event_log) for i in range(MEMBERS)]
     everyone: list[Member] = list(members)
     try:
 
@@ -193,7 +212,7 @@ async def run_mode(kafka: EmbeddedKafka, static: bool) -> ModeResult:
             old = members[index]
             old.process.send_signal(signal.SIGTERM)
             await asyncio.get_running_loop().run_in_executor(None, old.process.wait)
-            new = _spawn(index, bootstrap, topic, group, static)
+            new = _spawn(index, bootstrap, topic, group, static, event_log)
             members[index] = new
             everyone.append(new)
             await _wait_for(
@@ -209,7 +228,7 @@ async def run_mode(kafka: EmbeddedKafka, static: bool) -> ModeResult:
             ) - (revokes_before)
             print(f"    restart {index}: first record {restart_times[-1]:.2f}s after process start")
         rebalances = len({g for g in _generations(everyone) if g > start_generation})
-        return ModeResult(mode, rebalances, revoked_from_others, restart_times)
+        return ModeResult(mode, rebalances, revoked_from_others, restart_times, start_generation, everyone)
     finally:
         stop_producing.set()
         await producing
@@ -233,7 +252,11 @@ def run_demo(version: str | None = None) -> int:
             f"Rolling bounce: {MEMBERS} consumer processes, {MEMBERS * PARTITIONS_PER_MEMBER} partitions, "
             f"{PRODUCE_PER_SECOND} records/s, session timeout {SESSION_TIMEOUT_MS / 1000:.0f}s"
         )
-        results = [asyncio.run(run_mode(kafka, static=True)), asyncio.run(run_mode(kafka, static=False))]
+        logs = Path(tempfile.mkdtemp(prefix="staticconsumer-demo-"))
+        results = [
+            asyncio.run(run_mode(kafka, static=True, event_log_dir=logs / "static")),
+            asyncio.run(run_mode(kafka, static=False, event_log_dir=logs / "dynamic")),
+        ]
     print()
     print(f"{'membership':<12}{'rebalances':>12}{'revoked from others':>22}{'median restart->record':>25}")
     for r in results:
@@ -247,7 +270,32 @@ def run_demo(version: str | None = None) -> int:
         else "Static membership did NOT hold: see the rebalances above."
     )
     print(f"Dynamic membership for contrast: {dynamic.rebalances} rebalances for {MEMBERS} restarts.")
+    _analyze_event_logs(logs)
     return 0 if ok else 1
+
+
+def _analyze_event_logs(logs: Path) -> None:
+    """End with the fleet analysis over the members' event logs; a missing PySpark is explained, not fatal."""
+    from staticconsumer.analytics import INSTALL_HINT, pyspark_available
+
+    print()
+    print(f"Membership event logs of every member process: {logs}")
+    if not pyspark_available():
+        print(f"Skipping the Spark analysis of these logs: {INSTALL_HINT}")
+        return
+    from staticconsumer.analytics.run import analyze
+    from staticconsumer.analytics.session import spark_session
+
+    modes = [logs / "static", logs / "dynamic"]
+    print(f"Analysing them with Spark (local[*]): staticconsumer analyze {' '.join(map(str, modes))}")
+    try:
+        spark = spark_session()
+        try:
+            print(analyze(modes, logs / "analysis", spark=spark).text())
+        finally:
+            spark.stop()
+    except Exception as error:  # the demo's verdict above stands; say why the analysis is missing
+        print(f"The analysis failed ({type(error).__name__}: {error}); the logs are kept for a rerun.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,11 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     member.add_argument("topic")
     member.add_argument("group")
     member.add_argument("instance", nargs="?", default=None)
+    member.add_argument("--event-log", default=None, help="event log path (staticconsumer.event.log.path)")
     run = commands.add_parser("run")
     run.add_argument("--kafka-version", default=None)
     args = parser.parse_args(argv)
     if args.command == "member":
-        return asyncio.run(run_member(args.bootstrap, args.topic, args.group, args.instance))
+        return asyncio.run(run_member(args.bootstrap, args.topic, args.group, args.instance, args.event_log))
     return run_demo(args.kafka_version)
 
 

@@ -418,7 +418,10 @@ def handovers(
     frame = frame.withColumn(
         "prev", F.max(F.struct("effective_end_ts", "session", "owner", "end_inferred")).over(before)
     ).withColumn("prev_owner_in_order", F.lag("owner").over(order))
-    frame = frame.withColumn("gap", F.col("start_ts") - F.col("prev.effective_end_ts"))
+    # Gaps, overlaps and moves are three filters of this one sorted pass: keep it, don't sort thrice.
+    frame = frame.withColumn("gap", F.col("start_ts") - F.col("prev.effective_end_ts")).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
     keys = ["group", "topic", "partition"]
     gaps = frame.where(F.col("gap") > 0).select(
         *keys,
@@ -467,7 +470,7 @@ def _count_by_window(frame: DataFrame, windows: DataFrame, ts: str, **aggregates
 
 def build(events: DataFrame, malformed: DataFrame, options: Options) -> Tables:
     """All tables from parsed events; nothing is computed until a table is written or collected."""
-    events = events.repartition("group").persist(StorageLevel.MEMORY_AND_DISK)
+    events = events.persist(StorageLevel.MEMORY_AND_DISK)
     windows = deploy_windows(events, options).persist(StorageLevel.MEMORY_AND_DISK)
     gens = in_window(generations(events), windows, "start_ts").persist(StorageLevel.MEMORY_AND_DISK)
     members = member_instances(events)
@@ -569,7 +572,7 @@ def build(events: DataFrame, malformed: DataFrame, options: Options) -> Tables:
         "skip_assignments",
         "rebalance_seconds",
     ]
-    summary = summary.fillna(0, subset=zero_filled)
+    summary = summary.fillna(0, subset=zero_filled).persist(StorageLevel.MEMORY_AND_DISK)
     malformed_counts = malformed.groupBy("file", "problem").agg(
         F.count("*").alias("lines"), F.min("line").alias("example")
     )

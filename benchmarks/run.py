@@ -1,0 +1,481 @@
+"""Run every benchmark, then write docs/benchmarks.md from their JSON results.
+
+    .venv/bin/python -m benchmarks.run              # everything, full sizes (an hour or more on 2 cores)
+    .venv/bin/python -m benchmarks.run --quick      # small sizes, a smoke run into a temporary directory
+    .venv/bin/python -m benchmarks.run --only rolling_bounce throughput_overhead
+    .venv/bin/python -m benchmarks.run --page       # only regenerate the page from the existing results
+
+The page is generated, never edited: ``tests/unit/test_benchmarks_page.py`` checks that it is what
+``render`` makes from the committed results and that every result validates against its schema. A
+``--quick`` run writes its results and page to a temporary directory, so it never replaces the
+committed figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from benchmarks.common import RESULTS, ROOT
+
+PAGE = ROOT / "docs" / "benchmarks.md"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    schema: str
+    """The msgspec struct its JSON decodes into, as ``module:Class``."""
+    full: tuple[str, ...]
+    quick: tuple[str, ...]
+    takes_out: bool = True
+    """Whether it has ``--out`` (the others write through ``benchmarks.common.write_json``)."""
+
+
+BENCHMARKS = (
+    Benchmark("codec", "benchmarks.codec:Report", (), ("--repeats", "3", "--warmup", "1")),
+    Benchmark("assignors", "benchmarks.assignors:Results", (), ("--repeat", "1")),
+    Benchmark(
+        "telemetry_overhead",
+        "benchmarks.telemetry_overhead:Report",
+        (),
+        ("--repeats", "2", "--records", "20000", "--iterate-records", "2000"),
+    ),
+    Benchmark(
+        "leader_restart_growth",
+        "benchmarks.leader_restart_growth:Report",
+        (),
+        ("--runs", "1", "--refresh-ms", "2000", "--limit", "15"),
+        takes_out=False,
+    ),
+    Benchmark(
+        "rolling_bounce",
+        "benchmarks.rolling_bounce:Report",
+        ("--members", "3", "6", "12", "--repeats", "5"),
+        ("--members", "3", "--repeats", "1", "--grace", "1"),
+        takes_out=False,
+    ),
+    Benchmark(
+        "throughput_overhead",
+        "benchmarks.throughput_overhead:Report",
+        (),
+        ("--repeats", "1", "--records", "20000"),
+        takes_out=False,
+    ),
+)
+BY_NAME = {b.name: b for b in BENCHMARKS}
+
+
+def schema(benchmark: Benchmark) -> type[msgspec.Struct]:
+    module, name = benchmark.schema.split(":")
+    struct: type[msgspec.Struct] = getattr(importlib.import_module(module), name)
+    return struct
+
+
+def decode(benchmark: Benchmark, data: bytes) -> Any:
+    """The result, validated against its benchmark's schema (raises msgspec.ValidationError)."""
+    return msgspec.json.decode(data, type=schema(benchmark))
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+def run_all(names: list[str], quick: bool, results: Path) -> list[str]:
+    """Run each benchmark as its own process (``python -m benchmarks.<name>``); the failures' names."""
+    failed = []
+    env = {**os.environ, "STATICCONSUMER_BENCH_RESULTS": str(results)}
+    for name in names:
+        benchmark = BY_NAME[name]
+        command = [
+            sys.executable,
+            "-m",
+            f"benchmarks.{name}",
+            *(benchmark.quick if quick else benchmark.full),
+        ]
+        if benchmark.takes_out:
+            command += ["--out", str(results / f"{name}.json")]
+        print(f"== {' '.join(command[1:])}", flush=True)
+        began = time.monotonic()
+        code = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
+        print(f"== {name}: exit {code} after {time.monotonic() - began:.0f}s", flush=True)
+        if code != 0:
+            failed.append(name)
+    return failed
+
+
+# -- the page ------------------------------------------------------------------------------------
+
+
+def _n(value: float | None) -> str:
+    """Three significant digits; thousands separated, never in exponent form for everyday sizes."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def _spread(s: Any, unit: str = "") -> str:
+    """median [p25 - p75] (n runs), from any struct with those fields."""
+    if s is None:
+        return "-"
+    return f"{_n(s.median)}{unit} [{_n(s.p25)}-{_n(s.p75)}] (n={s.runs})"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _provenance(data: Any) -> list[dict[str, Any]]:
+    """Kafka version, machine, revision and time of a result, whatever its environment schema."""
+    raw = msgspec.to_builtins(data)
+    found: list[dict[str, Any]] = []
+    for env, outer in _environments(raw):
+        memory = env.get("memory_bytes")
+        found.append(
+            {
+                "created": env.get("created_utc") or env.get("started_at") or outer.get("created_utc") or "-",
+                "kafka": env.get("kafka_version") or env.get("kafka_clients_version") or "-",
+                "machine": f"{env.get('cores', '?')} cores, "
+                + (f"{memory / 2**30:.0f} GiB" if memory else "? GiB")
+                + f", {env.get('cpu') or env.get('cpu_model') or '?'}",
+                "revision": str(env.get("git_revision", "?"))[:10]
+                + (" (uncommitted changes)" if env.get("git_dirty") else ""),
+                "command": env.get("command") or outer.get("command") or "-",
+            }
+        )
+    return found
+
+
+def _environments(raw: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    if "environment" in raw:
+        return [(raw["environment"], raw)]
+    return [(size["environment"], size) for size in raw.get("sizes", [])]
+
+
+def render(results: dict[str, bytes], figures: set[str]) -> str:
+    """The page, from result files (name -> JSON bytes) and the PNG names that exist beside them."""
+    decoded = {name: decode(BY_NAME[name], data) for name, data in results.items() if name in BY_NAME}
+    out = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `python -m benchmarks.run --page` from benchmarks/results: do not edit. -->",
+        "",
+        "What static membership buys, measured side by side with the peers: aiokafka 0.14 (with and "
+        "without `group_instance_id`) and Kafka's own Java client. Every comparison below was measured in "
+        "one run on one machine, repeated, and is given as the median with the interquartile range "
+        "`[p25-p75]` and the number of samples. The machine is a shared 2-core box whose neighbours "
+        "vary, so compare figures within a table, not across result files.",
+        "",
+        "Run everything: `.venv/bin/python -m benchmarks.run` (an hour or more); a smoke run with small "
+        "sizes: `--quick`; one benchmark: `--only rolling_bounce`; this page alone: `--page`. Plots need "
+        "the `bench` extra (`pip install -e .[bench]`, matplotlib).",
+        "",
+        "## Where each result comes from",
+        "",
+    ]
+    rows = []
+    for benchmark in BENCHMARKS:
+        if benchmark.name not in decoded:
+            rows.append([benchmark.name, "not run yet", "", "", "", ""])
+            continue
+        for p in _provenance(decoded[benchmark.name]):
+            rows.append(
+                [
+                    benchmark.name,
+                    p["created"],
+                    p["kafka"],
+                    p["machine"],
+                    f"`{p['revision']}`",
+                    f"`{p['command']}`",
+                ]
+            )
+    out += _table(["benchmark", "measured (UTC)", "Kafka", "machine", "git revision", "command"], rows)
+    sections: list[tuple[str, Callable[[Any, set[str]], list[str]]]] = [
+        ("rolling_bounce", _rolling_bounce),
+        ("leader_restart_growth", _leader_restart_growth),
+        ("throughput_overhead", _throughput),
+        ("telemetry_overhead", _telemetry),
+        ("codec", _codec),
+        ("assignors", _assignors),
+    ]
+    for name, section in sections:
+        if name in decoded:
+            out += section(decoded[name], figures)
+        else:
+            title = name.replace("_", " ").capitalize()
+            out += [
+                f"## {title}",
+                "",
+                f"Not run yet: `.venv/bin/python -m benchmarks.run --only {name}`.",
+                "",
+            ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _figure(name: str, figures: set[str], caption: str) -> list[str]:
+    if f"{name}.png" not in figures:
+        return []
+    return [f"![{caption}](../benchmarks/results/{name}.png)", ""]
+
+
+def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
+    out = [
+        "## Rolling bounce",
+        "",
+        "N consumer processes on a topic of 4N partitions with a steady producer; every member, the leader "
+        "included, is stopped and started again in turn, as a Kubernetes rolling update does, each back "
+        "well within the session timeout. Modes: `staticconsumer` static and dynamic, aiokafka 0.14 with "
+        "and without `group_instance_id`, and the Java KafkaConsumer with `group.instance.id` "
+        "(`staticconsumer.bounce`, `benchmarks/rolling_bounce.py`). All use the eager range assignor. "
+        "Columns: **rebalances**, generations after the group first settled (per bounce); **revoked**, "
+        "partitions revoked from or lost by members that were not restarting (per bounce); **restart**, "
+        "seconds from a new process's start to its first record (every restart); **unowned**, "
+        "partition-seconds owned by no live member during the bounce, from the first stop to the end "
+        "(a stopping process owns nothing); **away**, the longest time from a stop to the new process's "
+        "assignment (must stay below the session timeout).",
+        "",
+    ]
+    for size in report.sizes:
+        s = size.settings
+        out += [
+            f"### N = {size.members} ({size.partitions} partitions, {size.repeats} repeats)",
+            "",
+            f"Session timeout {s.session_ms / 1000:.0f} s, heartbeat {s.heartbeat_ms / 1000:.0f} s, "
+            f"{s.produce_per_second} records/s, {s.grace_seconds} s watched after each restart, "
+            f"assignor {s.assignor}, Kafka {size.environment.kafka_version}.",
+            "",
+        ]
+        rows = []
+        for mode in size.modes:
+            rows.append(
+                [
+                    f"`{mode.mode}`",
+                    f"{mode.completed}/{len(mode.repeats)}",
+                    _spread(mode.rebalances),
+                    _spread(mode.revoked_from_others),
+                    _spread(mode.restart_seconds, " s"),
+                    _spread(mode.unowned_partition_seconds),
+                    f"{_n(mode.max_seconds_away)} s" if mode.max_seconds_away is not None else "-",
+                ]
+            )
+        out += _table(["mode", "completed", "rebalances", "revoked", "restart", "unowned", "away"], rows)
+        failures = [
+            f"{m.mode} repeat {r.repeat + 1}: {r.error}" for m in size.modes for r in m.repeats if r.error
+        ]
+        if failures:
+            out += ["Repeats that did not complete:", "", *[f"- {f}" for f in failures], ""]
+        out += ["Targets:", ""]
+        out += [f"- {'met' if t.met else '**not met**'}: {t.target} ({t.detail})" for t in size.targets]
+        out += [""]
+    out += _figure("rolling_bounce", figures, "rolling bounce: boxes per mode and group size")
+    out += [
+        "Reading it: a static member that comes back within the session timeout is replaced in place, so "
+        "nobody else is revoked and the generation does not move. The "
+        "price is that its own partitions wait for it (the unowned column): nobody consumes them while "
+        "the process restarts, whereas dynamic members hand them to the others at once and take them back "
+        "later, at the cost of two stop-the-world rebalances per restart, each revoking everything from "
+        "everyone with the eager protocol. How long the static gap lasts is mostly process start: "
+        "interpreter and imports for the Python clients, the JVM for Java.",
+        "",
+    ]
+    return out
+
+
+def _leader_restart_growth(report: Any, figures: set[str]) -> list[str]:
+    rows = []
+    for client in report.clients:
+        kept = sum(1 for r in client.runs if r.leader_kept_generation)
+        rows.append(
+            [
+                f"`{client.client}`",
+                f"{client.consumed_runs}/{len(client.runs)}",
+                _spread(client.seconds, " s"),
+                f"{kept}/{len(client.runs)}",
+            ]
+        )
+    return [
+        "## Leader restart, then partition growth (KIP-814)",
+        "",
+        "Two static members; the leader is restarted (replaced in place, no rebalance), then the topic grows "
+        f"from 4 to 6 partitions. Seconds until a record from a new partition is consumed (limit "
+        f"{report.limit_seconds:.0f} s; metadata refresh {report.refresh_ms / 1000:.0f} s, target: within "
+        f"twice that). `benchmarks/leader_restart_growth.py`.",
+        "",
+        *_table(
+            ["client", "new partitions consumed", "seconds to first new record", "generation kept"], rows
+        ),
+        "What each peer does:",
+        "",
+        "- **staticconsumer**: the broker answers the returning leader's JoinGroup v9 with `SkipAssignment`; "
+        "it knows it leads, keeps watching every member's topics every `metadata.max.age.ms`, and rejoins "
+        "when a partition count changes, which rebalances the group and hands the new partitions out. Its "
+        "assignment audit also catches partitions added while the leader was down ([leader.md](leader.md)).",
+        "- **aiokafka 0.14 static**: it speaks JoinGroup up to v5, so the broker tells the returning leader "
+        "the old leader's member id; it does not know it leads, nobody watches metadata for the group, "
+        "and the new partitions are never assigned (KAFKA-13435), as measured above.",
+        "- **Java KafkaConsumer** (kafka-clients 3.2+, KIP-814): the returning leader is told "
+        "`SkipAssignment`, knows it leads and keeps watching metadata, so partitions added after its "
+        "restart are picked up after a metadata refresh; partitions added while it was down are never "
+        "noticed. Java is not yet measured in this benchmark; this is its documented behaviour "
+        "([leader.md](leader.md)).",
+        "",
+        *[f"- {note}" for note in report.notes],
+        "",
+    ]
+
+
+def _throughput(report: Any, figures: set[str]) -> list[str]:
+    rows = [[f"`{v.variant}`", _spread(v.records_per_second)] for v in report.variants]
+    return [
+        "## Throughput overhead",
+        "",
+        f"Records/s consumed from a pre-filled topic ({report.records_per_run:,} records of "
+        f"{report.record_bytes} B, {report.partitions} partitions), `getmany` batches of the same size, "
+        "each run a fresh consumer timed from its first batch to the last record, variants interleaved. "
+        "`aiokafka-assigned` has no group at all (the fetcher StaticConsumer itself uses), "
+        "`aiokafka-group` is aiokafka in its own group. `benchmarks/throughput_overhead.py`.",
+        "",
+        *_table(["consumer", "records/s"], rows),
+        f"StaticConsumer's median over bare aiokafka's: {report.ratio_to_assigned:.3f} (hand-assigned), "
+        f"{report.ratio_to_group:.3f} (own group). Target (within 5%, ratio >= 0.95): "
+        f"{'met' if report.target_met else '**not met**'}.",
+        "",
+        *_figure("throughput_overhead", figures, "throughput: records/s per consumer"),
+    ]
+
+
+def _telemetry(report: Any, figures: set[str]) -> list[str]:
+    rows = [
+        [
+            p.pattern,
+            f"{p.records_per_run:,}",
+            _spread(p.telemetry_on_no_sdk),
+            _spread(p.telemetry_off),
+            f"{p.on_vs_off_median:.3f}",
+        ]
+        for p in report.patterns
+    ]
+    hot = [[h.step, f"{_n(h.median_ns)} ns", f"{_n(h.min_ns)}-{_n(h.max_ns)} ns"] for h in report.hot_path]
+    return [
+        "## Telemetry overhead",
+        "",
+        "Records/s consumed by StaticConsumer with telemetry on (no OpenTelemetry SDK installed, what every "
+        "user pays) and off; and the observer's own cost per call. `benchmarks/telemetry_overhead.py`.",
+        "",
+        *_table(["pattern", "records per run", "on (records/s)", "off (records/s)", "on / off"], rows),
+        *_table(["observer step", "median", "min-max"], hot),
+        *_figure("telemetry_overhead", figures, "telemetry overhead"),
+    ]
+
+
+def _codec(report: Any, figures: set[str]) -> list[str]:
+    rows = [
+        [
+            case.workload,
+            str(case.version),
+            f"{case.wire_bytes:,}",
+            f"{_n(case.ours.median_s * 1000)} ms",
+            f"{_n(case.aiokafka.median_s * 1000)} ms" if case.aiokafka else "-",
+            f"{case.speedup_vs_aiokafka:.2f}x" if case.speedup_vs_aiokafka else "-",
+        ]
+        for case in report.cases
+    ]
+    return [
+        "## Codec",
+        "",
+        f"Encode + decode of one message, ours against aiokafka 0.14's Struct codec at the same version "
+        f"(identical bytes); clock: {report.clock} time. `benchmarks/codec.py`.",
+        "",
+        *_table(["workload", "version", "bytes", "ours", "aiokafka", "aiokafka / ours"], rows),
+        *_figure("codec", figures, "codec: encode+decode time"),
+    ]
+
+
+def _assignors(report: Any, figures: set[str]) -> list[str]:
+    cells: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    for row in report.rows:
+        key = (row.assignor, row.phase, row.members, row.partitions)
+        cells.setdefault(key, {})[row.implementation] = row
+
+    def cell(row: Any) -> str:
+        if row is None:
+            return "-"
+        if row.seconds is None:
+            return f"skipped ({row.skipped})" if row.skipped else "-"
+        moved = f", moved {row.moved:,}" if row.moved is not None else ""
+        return f"{_n(row.seconds * 1000)} ms{moved}"
+
+    rows = [
+        [assignor, phase, f"{members:,} x {partitions:,}"]
+        + [cell(impls.get(name)) for name in ("staticconsumer", "aiokafka", "java")]
+        for (assignor, phase, members, partitions), impls in cells.items()
+    ]
+    return [
+        "## Assignors",
+        "",
+        "Time to compute one assignment (members x partitions), ours against aiokafka 0.14 and Java's own "
+        "assignors (time inside `assign`), with the partitions moved away from surviving owners after a "
+        "member leaves. `benchmarks/assignors.py`.",
+        "",
+        *_table(["assignor", "phase", "size", "staticconsumer", "aiokafka", "java"], rows),
+        *_figure("assignors", figures, "assignors: time per assignment"),
+    ]
+
+
+def read_results(directory: Path, only: set[str] | None = None) -> tuple[dict[str, bytes], set[str]]:
+    """The result files in ``directory`` (restricted to the file names in ``only`` when given)."""
+    results = {
+        path.stem: path.read_bytes()
+        for path in sorted(directory.glob("*.json"))
+        if path.stem in BY_NAME and (only is None or path.name in only)
+    }
+    figures = {p.name for p in directory.glob("*.png") if only is None or p.name in only}
+    return results, figures
+
+
+def write_page(directory: Path, page: Path) -> Path:
+    results, figures = read_results(directory)
+    page.write_text(render(results, figures))
+    return page
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, results in a temporary directory")
+    parser.add_argument("--only", nargs="+", choices=list(BY_NAME), help="run only these benchmarks")
+    parser.add_argument("--page", action="store_true", help="only regenerate the page from existing results")
+    parser.add_argument(
+        "--results", type=Path, default=None, help="results directory (default: benchmarks/results)"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        results = args.results or Path(tempfile.mkdtemp(prefix="staticconsumer-bench-"))
+        page = results / "benchmarks.md"
+    else:
+        results, page = args.results or RESULTS, PAGE
+    results.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
+    if not args.page:
+        failed = run_all(args.only or list(BY_NAME), args.quick, results)
+    print(f"wrote {write_page(results, page)}")
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

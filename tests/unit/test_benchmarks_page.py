@@ -1,0 +1,93 @@
+"""docs/benchmarks.md is generated: it must be what the generator makes from the committed results, and
+every committed result must still decode with its benchmark's schema (a renamed field would otherwise
+only surface when someone regenerates the page)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from benchmarks.common import ROOT
+from benchmarks.run import BY_NAME, PAGE, decode, read_results, render
+from staticconsumer.bounce import Member, unowned_partition_seconds
+
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+
+
+def _committed() -> set[str] | None:
+    """File names under benchmarks/results that git tracks; None outside a git checkout. Results others
+    have just produced but not committed are left out, so they do not fail this test."""
+    listed = subprocess.run(
+        ["git", "ls-files", "benchmarks/results"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if listed.returncode != 0:
+        return None
+    return {line.rsplit("/", 1)[-1] for line in listed.stdout.splitlines()}
+
+
+def test_page_is_generated_from_committed_results() -> None:
+    results, figures = read_results(RESULTS_DIR, _committed())
+    assert PAGE.read_text() == render(results, figures), (
+        "docs/benchmarks.md is stale: regenerate it with `.venv/bin/python -m benchmarks.run --page`"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_committed_result_validates_against_its_schema(name: str) -> None:
+    committed = _committed()
+    path = RESULTS_DIR / f"{name}.json"
+    if not path.exists() or (committed is not None and path.name not in committed):
+        pytest.skip(f"no committed {name} result")
+    decode(BY_NAME[name], path.read_bytes())
+
+
+def test_every_committed_result_belongs_to_a_benchmark() -> None:
+    committed = _committed() or set()
+    unknown = {n for n in committed if n.endswith(".json") and n.removesuffix(".json") not in BY_NAME}
+    assert not unknown, f"results without a schema in benchmarks.run.BENCHMARKS: {sorted(unknown)}"
+
+
+def test_missing_results_are_named_not_invented() -> None:
+    page = render({}, set())
+    for name in BY_NAME:
+        assert f"--only {name}`" in page
+    assert "![" not in page
+
+
+def _member(events: list[dict[str, object]], stop_at: float | None = None) -> Member:
+    member = Member(0, 0.0, events, lambda: None)
+    member.stop_requested_at = stop_at
+    return member
+
+
+def test_unowned_partition_seconds_static_restart() -> None:
+    """A static restart: the member's 2 partitions wait from its stop (t=10) to the new process's
+    assignment (t=13); the other member's partitions are always owned."""
+    a = [("t", 0), ("t", 1)]
+    b = [("t", 2), ("t", 3)]
+    other = _member([{"e": "assigned", "t": 1.0, "partitions": b}])
+    old = _member([{"e": "assigned", "t": 1.0, "partitions": a}, {"e": "stopped", "t": 11.0}], stop_at=10.0)
+    new = _member([{"e": "started", "t": 12.0}, {"e": "assigned", "t": 13.0, "partitions": a}])
+    assert unowned_partition_seconds([other, old, new], 4, start=10.0, end=20.0) == pytest.approx(6.0)
+
+
+def test_unowned_partition_seconds_eager_rebalance_and_double_owner() -> None:
+    """Eager: everything revoked at t=5, assigned again at t=6 (4 partition-seconds); a partition owned
+    by two members counts once."""
+    one = _member(
+        [
+            {"e": "assigned", "t": 0.0, "partitions": [("t", 0), ("t", 1)]},
+            {"e": "revoked", "t": 5.0, "partitions": [("t", 0), ("t", 1)]},
+            {"e": "assigned", "t": 6.0, "partitions": [("t", 0), ("t", 1), ("t", 2)]},
+        ]
+    )
+    two = _member(
+        [
+            {"e": "assigned", "t": 0.0, "partitions": [("t", 2), ("t", 3)]},
+            {"e": "revoked", "t": 5.0, "partitions": [("t", 2), ("t", 3)]},
+            {"e": "assigned", "t": 6.0, "partitions": [("t", 2)]},
+        ]
+    )
+    # 4 unowned for 1 s, then partition 3 unowned (2 is double-owned) until the end at t=10.
+    assert unowned_partition_seconds([one, two], 4, start=0.0, end=10.0) == pytest.approx(4.0 + 4.0)

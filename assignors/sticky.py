@@ -550,10 +550,13 @@ class StickyAssignor(_StickyBase):
     def __init__(self) -> None:
         self._assigned: list[TopicPartition] | None = None
         self._generation = NO_GENERATION
+        self._topic_names: dict[bytes, str] = {}  # decoded-name cache for userData; no effect on results
 
     def member_data(self, member: Member) -> StickyMemberData:
         # Eager members revoke everything before joining, so Java reads ownership from userData only.
-        return decode_sticky_user_data(member.user_data)
+        if len(self._topic_names) > 100_000:
+            self._topic_names.clear()
+        return decode_sticky_user_data(member.user_data, self._topic_names)
 
     def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
         self._assigned = list(assignment.partitions)

@@ -17,6 +17,7 @@ from .model import NO_GENERATION, TopicPartition
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_I32_PAIR = struct.Struct(">ii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,16 +59,17 @@ class _Truncated(Exception):
     pass
 
 
-def _read_assignment(data: bytes) -> tuple[list[TopicPartition], int]:
+def _read_assignment(data: bytes, names: dict[bytes, str]) -> tuple[list[TopicPartition], int]:
     """Parse ``previous_assignment``; returns it and the offset after it.
 
     Written for speed: a leader decodes every member's userData, a million partitions at Java's
-    scale test, so topic names are decoded once and single-partition entries skip the generic path.
+    scale test, so topic names are decoded once (``names`` caches them across members) and an
+    entry's partition count and first partition are read in one go.
     """
     unpack_i32 = _I32.unpack_from
     unpack_i16 = _I16.unpack_from
+    unpack_pair = _I32_PAIR.unpack_from
     end = len(data)
-    names: dict[bytes, str] = {}
     out: list[TopicPartition] = []
     append = out.append
     try:
@@ -86,26 +88,40 @@ def _read_assignment(data: bytes) -> tuple[list[TopicPartition], int]:
             if topic is None:
                 # Java decodes invalid UTF-8 with replacement characters rather than failing.
                 topic = names[raw] = raw.decode("utf-8", "replace")
-            (n,) = unpack_i32(data, off)
+            if off + 8 <= end:
+                n, first = unpack_pair(data, off)
+            else:
+                # Room for the count only: valid just for an empty partition list.
+                (n,) = unpack_i32(data, off)
+                first = 0
+                if n != 0:
+                    raise _Truncated
             off += 4
             if n == 1:
-                append((topic, unpack_i32(data, off)[0]))
+                append((topic, first))
+                off += 4
             elif n:
                 if n < 0 or off + 4 * n > end:
                     raise _Truncated
                 out.extend(zip(repeat(topic, n), struct.unpack_from(f">{n}i", data, off), strict=True))
-            off += 4 * n
+                off += 4 * n
     except struct.error:
         raise _Truncated from None
     return out, off
 
 
-def decode_sticky_user_data(data: bytes | None) -> StickyMemberData:
-    """Read a StickyAssignor member's userData the way Java does: V1, else V0, else nothing."""
+def decode_sticky_user_data(
+    data: bytes | None, topic_names: dict[bytes, str] | None = None
+) -> StickyMemberData:
+    """Read a StickyAssignor member's userData the way Java does: V1, else V0, else nothing.
+
+    ``topic_names`` may be a dict shared across calls, caching decoded topic names: a leader decoding
+    thousands of members' userData then decodes each topic name once.
+    """
     if not data:
         return StickyMemberData((), None)
     try:
-        partitions, off = _read_assignment(data)
+        partitions, off = _read_assignment(data, {} if topic_names is None else topic_names)
     except _Truncated:
         return StickyMemberData((), NO_GENERATION)
     if off + 4 <= len(data):

@@ -118,6 +118,22 @@ def test_sticky_user_data_garbage_is_ignored_like_java(blob: bytes) -> None:
     assert decode_sticky_user_data(blob) == StickyMemberData((), -1)
 
 
+def test_sticky_user_data_entry_without_partitions_at_the_end() -> None:
+    # A topic with an empty partition list as the last bytes (V0) or just before the generation (V1).
+    entry = struct.pack(">ih1si", 1, 1, b"t", 0)
+    assert decode_sticky_user_data(entry) == StickyMemberData((), None)
+    assert decode_sticky_user_data(entry + struct.pack(">i", 4)) == StickyMemberData((), 4)
+    # One partition announced but only its count present: truncated, ignored like Java.
+    assert decode_sticky_user_data(struct.pack(">ih1si", 1, 1, b"t", 1)) == StickyMemberData((), -1)
+
+
+def test_sticky_user_data_topic_name_cache_is_shared() -> None:
+    cache: dict[bytes, str] = {}
+    data = encode_sticky_user_data([("orders", 1), ("orders", 2)], 3)
+    assert decode_sticky_user_data(data, cache) == decode_sticky_user_data(data)
+    assert cache == {b"orders": "orders"}
+
+
 def test_sticky_user_data_absent() -> None:
     assert decode_sticky_user_data(None) == StickyMemberData((), None)
     assert decode_sticky_user_data(b"") == StickyMemberData((), None)

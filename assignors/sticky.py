@@ -439,7 +439,7 @@ def _place_topic(
 def _even_out_topic(
     k: int, subs: list[int], count: list[int], hold: list[dict[int, list[int]]], racks: _Racks
 ) -> bool:
-    """Move partitions of topic ``k`` from subscribers with k+2 or more partitions to ones with k."""
+    """Move partitions of topic ``k`` from subscribers holding n+2 or more partitions to ones holding n."""
     low = [(count[i], i) for i in subs]
     heapq.heapify(low)
     high = [(-count[i], i) for i in subs if hold[i].get(k)]

@@ -4,11 +4,12 @@
     .venv/bin/python -m benchmarks.run --quick      # small sizes, a smoke run into a temporary directory
     .venv/bin/python -m benchmarks.run --only rolling_bounce throughput_overhead
     .venv/bin/python -m benchmarks.run --page       # only regenerate the page from the existing results
+    .venv/bin/python -m benchmarks.run --page --committed   # ... from the results as committed
 
 The page is generated, never edited: ``tests/unit/test_benchmarks_page.py`` checks that it is what
-``render`` makes from the committed results and that every result validates against its schema. A
-``--quick`` run writes its results and page to a temporary directory, so it never replaces the
-committed figures.
+``render`` makes from the committed results (commit new results, then ``--page --committed``) and
+that every result validates against its schema. A ``--quick`` run writes its results and page to a
+temporary directory, so it never replaces the committed figures.
 """
 
 from __future__ import annotations
@@ -447,8 +448,25 @@ def read_results(directory: Path, only: set[str] | None = None) -> tuple[dict[st
     return results, figures
 
 
-def write_page(directory: Path, page: Path) -> Path:
-    results, figures = read_results(directory)
+def committed_results() -> tuple[dict[str, bytes], set[str]]:
+    """The result files as committed (git HEAD), whatever runs in the working tree have not been
+    committed yet: the page in the repository describes the results in the repository."""
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, check=True).stdout
+
+    names = git("ls-tree", "--name-only", "HEAD", "benchmarks/results/").decode().split()
+    results = {
+        Path(name).stem: git("show", f"HEAD:{name}")
+        for name in names
+        if name.endswith(".json") and Path(name).stem in BY_NAME
+    }
+    return results, {Path(name).name for name in names if name.endswith(".png")}
+
+
+def write_page(page: Path, directory: Path | None) -> Path:
+    """The page from the results in ``directory``, or from the committed results when None."""
+    results, figures = committed_results() if directory is None else read_results(directory)
     page.write_text(render(results, figures))
     return page
 
@@ -458,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, results in a temporary directory")
     parser.add_argument("--only", nargs="+", choices=list(BY_NAME), help="run only these benchmarks")
     parser.add_argument("--page", action="store_true", help="only regenerate the page from existing results")
+    parser.add_argument(
+        "--committed", action="store_true", help="with --page: from the results as committed (git HEAD)"
+    )
     parser.add_argument(
         "--results", type=Path, default=None, help="results directory (default: benchmarks/results)"
     )
@@ -471,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     if not args.page:
         failed = run_all(args.only or list(BY_NAME), args.quick, results)
-    print(f"wrote {write_page(results, page)}")
+    print(f"wrote {write_page(page, None if args.committed and args.page else results)}")
     if failed:
         print(f"failed: {', '.join(failed)}")
     return 1 if failed else 0

@@ -16,16 +16,18 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from regenerate_golden import GOLDEN_DIR, generate
 
 from staticconsumer.protocol import Assignment, Message, Subscription
 from staticconsumer.protocol.kafka_json import from_kafka_json, to_kafka_json
 from staticconsumer.testing.broker import PINNED_VERSIONS
 from staticconsumer.testing.oracle import JavaOracle
 
-# the hypothesis strategies live with the unit tests
+# The generator script sits beside this file and the hypothesis strategies with the unit tests; put
+# both folders on sys.path so the imports work whether or not tests/ is collected as a package.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "protocol"))
 from protocol_strategies import ALL_MESSAGE_VERSIONS, ASSIGNMENT, STRATEGIES, SUBSCRIPTION, case_id
+from regenerate_golden import GOLDEN_DIR, generate
 
 pytestmark = pytest.mark.oracle
 

@@ -1,6 +1,6 @@
 """Codec benchmark: our hand-written encoders/decoders against aiokafka 0.14's generic Struct codec.
 
-    .venv/bin/python benchmarks/codec.py [--repeats 21] [--out benchmarks/results/codec.json]
+    .venv/bin/python -m benchmarks.codec [--repeats 21] [--out benchmarks/results/codec.json]
 
 Workloads (the issue's): a JoinGroup response with 1,000 members and an OffsetCommit request with
 10,000 partitions. Each is timed as encode + decode of the same message, at the version aiokafka also
@@ -17,10 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -29,18 +26,19 @@ from pathlib import Path
 from typing import Any
 
 # Run as a script, Python puts benchmarks/ first on sys.path, where benchmarks/assignors.py would
-# shadow the real ``assignors`` package that staticconsumer.protocol re-exports from.
+# shadow the real ``assignors`` package that staticconsumer.protocol re-exports from; the repository
+# root takes its place, so ``benchmarks.common`` resolves too.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import msgspec
 from aiokafka.protocol.commit import OffsetCommitRequest_v3
 from aiokafka.protocol.group import JoinGroupResponse_v5
 
+from benchmarks.common import RESULTS, Environment, environment
 from staticconsumer import protocol as p
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "codec.json"
+DEFAULT_OUT = RESULTS / "codec.json"
 
 
 class Timing(msgspec.Struct):
@@ -64,21 +62,6 @@ class Case(msgspec.Struct):
     aiokafka: Timing | None
     speedup_vs_aiokafka: float | None
     """aiokafka median / our median (same version, identical bytes); None without an aiokafka twin."""
-
-
-class Environment(msgspec.Struct):
-    cores: int
-    memory_bytes: int | None
-    cpu: str
-    python: str
-    platform: str
-    aiokafka: str
-    msgspec: str
-    git_revision: str
-    git_dirty: bool
-    """Uncommitted changes to what this benchmark measures (the codec, this script)."""
-    load_average: tuple[float, float, float] | None
-    """1, 5 and 15 minute load averages at the start: how busy the (possibly shared) machine was."""
 
 
 class Report(msgspec.Struct):
@@ -241,42 +224,11 @@ def run(runs: int, warmup: int, clock: Callable[[], float] = time.thread_time) -
 # ----------------------------------------------------------------------------------------- environment
 
 
-def _memory_bytes() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _git(*args: str) -> str:
-    result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return result.stdout.strip()
-
-
-def environment() -> Environment:
-    import aiokafka
-
-    return Environment(
-        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
-        memory_bytes=_memory_bytes(),
-        cpu=_cpu(),
-        python=sys.version.split()[0],
-        platform=platform.platform(),
-        aiokafka=aiokafka.__version__,
-        msgspec=msgspec.__version__,
-        git_revision=_git("rev-parse", "HEAD") or "unknown",
-        git_dirty=bool(_git("status", "--porcelain", "--", "staticconsumer/protocol", "benchmarks/codec.py")),
-        load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
+def codec_environment() -> Environment:
+    return environment(
+        "none (no broker)",
+        packages=("aiokafka", "msgspec", "staticconsumer"),
+        dirty_paths=("staticconsumer/protocol", "benchmarks/codec.py"),
     )
 
 
@@ -326,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="what a run's time is")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    env = environment()
+    env = codec_environment()
     cases = run(args.repeats, args.warmup, CLOCKS[args.clock])
     report = Report(
         benchmark="codec",

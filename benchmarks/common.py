@@ -32,6 +32,8 @@ class Environment(msgspec.Struct):
     git_dirty: bool
     created_utc: str
     command: str
+    load_average: tuple[float, float, float] | None = None
+    """1, 5 and 15 minute load averages at the start: how busy the (shared) machine was."""
 
 
 class Spread(msgspec.Struct):
@@ -82,8 +84,12 @@ def _git(*args: str) -> str:
 
 
 def environment(
-    kafka_version: str, packages: tuple[str, ...] = ("aiokafka", "staticconsumer")
+    kafka_version: str,
+    packages: tuple[str, ...] = ("aiokafka", "staticconsumer"),
+    dirty_paths: tuple[str, ...] = (),
 ) -> Environment:
+    """What a result was measured on. ``git_dirty`` covers ``dirty_paths`` when given (what the
+    benchmark measures), the whole checkout otherwise."""
     versions = {}
     for name in packages:
         try:
@@ -91,7 +97,7 @@ def environment(
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return Environment(
-        cores=os.cpu_count() or 0,
+        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0),
         memory_bytes=_memory_bytes(),
         cpu=_cpu(),
         python=sys.version.split()[0],
@@ -99,9 +105,10 @@ def environment(
         packages=versions,
         kafka_version=kafka_version,
         git_revision=_git("rev-parse", "HEAD") or "unknown",
-        git_dirty=bool(_git("status", "--porcelain")),
+        git_dirty=bool(_git("status", "--porcelain", *(("--", *dirty_paths) if dirty_paths else ()))),
         created_utc=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         command=" ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
     )
 
 

@@ -10,10 +10,12 @@ heartbeats and commits, SkipAssignment).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import logging
 import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -129,6 +131,7 @@ class StaticConsumer:
         self._identity: tuple[str, str] | None = None
         self._fetching: Partitions = frozenset()
         self._positions: dict[TopicPartition, int] = {}
+        self._pending: dict[TopicPartition, collections.deque[ConsumerRecord[Any, Any]]] = {}
         self._released_positions: dict[TopicPartition, int] = {}
         self._fatal: Exception | None = None
         self._changed = asyncio.Event()
@@ -144,11 +147,18 @@ class StaticConsumer:
         environ: Mapping[str, str] | None = None,
         pattern: str | None = None,
         listener: ConsumerRebalanceListener | None = None,
+        consumer_options: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> StaticConsumer:
-        """Settings from ``<prefix>*`` environment variables; keyword arguments win."""
+        """Settings from ``<prefix>*`` environment variables; keyword arguments (setting fields) win.
+
+        ``consumer_options`` passes constructor options that are not settings (``telemetry``,
+        ``observers``, ``request_hook``, ``api_version_caps``).
+        """
         settings = Settings.from_env(environ, prefix, **overrides)
-        return cls(*topics, pattern=pattern, settings=settings, listener=listener)
+        return cls(
+            *topics, pattern=pattern, settings=settings, listener=listener, **dict(consumer_options or {})
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -319,15 +329,70 @@ class StaticConsumer:
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Records from owned partitions; waits up to ``timeout_ms`` (rebalances included)."""
+        self._poll_started()
+        wanted = frozenset(partitions)
+        result = self._take_pending(wanted, max_records)
+        if not result:
+            result = await self._fetch(wanted, timeout_ms, max_records)
+        self._mark_returned(result)
+        return result
+
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
+        """The next record from owned partitions, waiting as long as it takes.
+
+        Served from a local buffer filled a whole fetch at a time, so iterating record by record costs
+        about what getmany does; buffered records of a partition that is revoked or sought are dropped,
+        never returned, and so never committed past.
+        """
+        wanted = frozenset(partitions)
+        while True:
+            self._poll_started()
+            taken = self._take_pending(wanted, 1)
+            if taken:
+                self._mark_returned(taken)
+                return next(iter(taken.values()))[0]
+            for tp, rows in (await self._fetch(wanted, 1000, None)).items():
+                self._pending.setdefault(tp, collections.deque()).extend(rows)
+
+    def _poll_started(self) -> None:
         self._raise_if_unusable()
         assert self._driver is not None
-        assert self._fetcher is not None
         self._driver.poll_called()
         self._maybe_auto_commit()
+
+    def _take_pending(
+        self, wanted: Partitions, max_records: int | None
+    ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
+        """Buffered records of owned partitions (up to ``max_records``), oldest first per partition."""
+        result: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
+        budget = max_records if max_records is not None else sys.maxsize
+        for tp in list(self._pending):
+            if budget <= 0:
+                break
+            if wanted and tp not in wanted:
+                continue
+            queue = self._pending[tp]
+            rows = [queue.popleft() for _ in range(min(budget, len(queue)))]
+            if not queue:
+                del self._pending[tp]
+            if rows:
+                result[tp] = rows
+                budget -= len(rows)
+        return result
+
+    def _mark_returned(self, result: Mapping[TopicPartition, list[ConsumerRecord[Any, Any]]]) -> None:
+        """Records handed to the application move the positions that commits will use."""
+        for tp, rows in result.items():
+            self._positions[tp] = rows[-1].offset + 1
+
+    async def _fetch(
+        self, wanted: Partitions, timeout_ms: int, max_records: int | None
+    ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
+        """Fetch from owned partitions, waiting through rebalances; nothing is marked returned here."""
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             self._raise_if_unusable()
-            owned = self._fetching if not partitions else self._fetching & frozenset(partitions)
+            owned = self._fetching if not wanted else self._fetching & wanted
             remaining = max(0.0, deadline - time.monotonic())
             if not owned:
                 if remaining <= 0:
@@ -348,7 +413,6 @@ class StaticConsumer:
                 ours = TopicPartition(tp.topic, tp.partition)
                 if batch and ours in self._fetching:
                     result[ours] = batch
-                    self._positions[ours] = batch[-1].offset + 1
             if result or time.monotonic() >= deadline:
                 return result
 
@@ -381,13 +445,6 @@ class StaticConsumer:
         self._changed.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), seconds)
-
-    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
-        """The next record from owned partitions, waiting as long as it takes."""
-        while True:
-            batch = await self.getmany(*partitions, timeout_ms=1000, max_records=1)
-            for records in batch.values():
-                return records[0]
 
     def __aiter__(self) -> StaticConsumer:
         return self
@@ -445,17 +502,24 @@ class StaticConsumer:
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         assert self._fetcher is not None
+        self._pending.pop(TopicPartition(partition.topic, partition.partition), None)
         self._fetcher.seek(KafkaTopicPartition(partition.topic, partition.partition), offset)
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         assert self._fetcher is not None
+        self._drop_pending(partitions)
         await self._fetcher.seek_to_beginning(
             *(KafkaTopicPartition(p.topic, p.partition) for p in partitions)
         )
 
     async def seek_to_end(self, *partitions: TopicPartition) -> None:
         assert self._fetcher is not None
+        self._drop_pending(partitions)
         await self._fetcher.seek_to_end(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+
+    def _drop_pending(self, partitions: tuple[TopicPartition, ...]) -> None:
+        for partition in partitions or tuple(self._pending):
+            self._pending.pop(TopicPartition(partition.topic, partition.partition), None)
 
     def pause(self, *partitions: TopicPartition) -> None:
         assert self._fetcher is not None
@@ -468,6 +532,7 @@ class StaticConsumer:
     # -- PartitionOwner: called by the driver ---------------------------------------------------
 
     def stop_fetching(self) -> None:
+        self._pending.clear()
         self._released_positions.update({tp: p for tp, p in self._positions.items() if tp in self._fetching})
         self._fetching = frozenset()
         self._positions.clear()
@@ -481,6 +546,7 @@ class StaticConsumer:
         assert self._fetcher is not None
         committed = await self._driver.fetch_committed(partitions) if partitions else {}
         self._fetcher.assign([KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions])
+        self._pending.clear()
         self._positions = {}
         self._released_positions = {}
         for tp in partitions:

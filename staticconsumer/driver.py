@@ -74,6 +74,9 @@ log = logging.getLogger("staticconsumer.driver")
 
 M = TypeVar("M", bound=Message)
 
+POLL_REPORT_INTERVAL = 0.05
+"""Seconds between two PollCalled events; a poll in between changes nothing the machine decides."""
+
 OFFSET_FETCH_MAX_VERSION = 7
 """v7 carries RequireStable with the single-group layout; v8+ only batches groups, which we do not need."""
 
@@ -192,6 +195,7 @@ class GroupDriver:
         self._receive: MemoryObjectReceiveStream[events.Event]
         self._send, self._receive = anyio.create_memory_object_stream[events.Event](max_buffer_size=1000)
         self._commits: dict[int, tuple[anyio.Event, Outcome]] = {}
+        self._last_poll_posted = float("-inf")
         self._next_commit_id = 0
         self._task_group: TaskGroup | None = None
         self.stopped = anyio.Event()
@@ -209,7 +213,12 @@ class GroupDriver:
         self._send.send_nowait(event)
 
     def poll_called(self) -> None:
-        self.post(events.PollCalled(now=self.now()))
+        """Tell the machine the application is alive, at most every 50 ms: record-by-record loops
+        would otherwise flood the loop, and max.poll.interval is minutes, not milliseconds."""
+        now = self.now()
+        if now - self._last_poll_posted >= POLL_REPORT_INTERVAL:
+            self._last_poll_posted = now
+            self.post(events.PollCalled(now=now))
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Commit and wait for the verdict; raises what the machine decided (fenced, rebalancing, ...)."""

@@ -132,3 +132,38 @@ async def test_subscription_by_pattern_picks_up_new_matching_topics(
         await produce(bootstrap, f"{unique_topic}-b", 6)
         records = await consume(consumer, 6)
         assert {r.topic for r in records} == {f"{unique_topic}-b"}
+
+
+async def test_getone_commits_only_what_it_returned_and_the_next_owner_resumes_there(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    topic = create_topic(partitions=1)
+    bootstrap = kafka_broker.bootstrap_servers
+    await produce(bootstrap, topic, 50)
+    first = StaticConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=unique_group,
+        group_instance_id="a",
+        enable_auto_commit=False,
+        **FAST,
+    )
+    async with first:
+        assert (await first.getone()).offset == 0  # one fetch buffers many more records
+        await first.commit()
+        assert await committed_offsets(bootstrap, unique_group) == {TopicPartition(topic, 0): 1}
+        assert (await first.getone()).offset == 1
+        await first.commit()
+    second = StaticConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=unique_group,
+        group_instance_id="b",
+        enable_auto_commit=False,
+        **FAST,
+    )
+    async with second:
+        record = await asyncio.wait_for(second.getone(), 30)
+        assert record.offset == 2, "buffered but unreturned records are read again by the next owner"
+        rest = [record.offset] + [(await second.getone()).offset for _ in range(47)]
+    assert rest == list(range(2, 50)), "getone returns every record once, in order"

@@ -397,7 +397,7 @@ class EmbeddedKafka:
         config = self.workdir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self._properties().items()))
         classpath = os.pathsep.join(str(j) for j in jars)
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         jvm_common = [
             java,
             "-Djava.awt.headless=true",
@@ -524,6 +524,18 @@ class EmbeddedKafka:
         run_coroutine_blocking(
             lambda: add_partitions(self.bootstrap_servers, name, total, client_kwargs=self.client_kwargs())
         )
+
+
+def new_cluster_id() -> str:
+    """A random Kafka cluster id: base64url of a UUID, never starting with "-".
+
+    Like Kafka's Uuid.randomUuid(): the storage tool's argument parser would read a leading "-" as an
+    option and refuse to format (one start in 64 failed that way before this).
+    """
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
 
 
 def java_string_hash(text: str) -> int:

@@ -153,3 +153,12 @@ def test_group_to_offsets_partition_matches_kafka() -> None:
     assert offsets_partition_for("my-consumer-group", 50) == 1513705513 % 50
     groups = probe_groups(3)
     assert sorted(offsets_partition_for(g, 3) for g in groups) == [0, 1, 2]
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    from staticconsumer.testing.broker import new_cluster_id
+
+    ids = [new_cluster_id() for _ in range(5000)]  # ~78 would start with "-" if it were not excluded
+    assert not [i for i in ids if i.startswith("-")]
+    assert all(len(i) == 22 for i in ids)
+    assert len(set(ids)) == len(ids)

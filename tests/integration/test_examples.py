@@ -14,7 +14,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.mark.kafka
 def test_consumer_quickstart_restarts_without_rebalance() -> None:
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "consumer_quickstart.py")], capture_output=True, text=True, timeout=180
+        [sys.executable, str(EXAMPLES / "consumer_quickstart.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("consumed order-") == 10

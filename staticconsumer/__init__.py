@@ -3,6 +3,7 @@
 See README.md and docs/consumer.md.
 """
 
+from staticconsumer.admin import GroupAdmin
 from staticconsumer.consumer import (
     ConsumerRebalanceListener,
     ConsumerStoppedError,
@@ -27,6 +28,7 @@ __all__ = [
     "ConsumerStoppedError",
     "DuplicateInstanceIdError",
     "FencedInstanceIdError",
+    "GroupAdmin",
     "OffsetAndMetadata",
     "OffsetRegressionError",
     "Settings",

@@ -16,6 +16,7 @@ from staticconsumer.testing.broker import (
     BrokerSettings,
     EmbeddedKafka,
     ExternalKafka,
+    SaslSettings,
     broker_api_versions,
 )
 from staticconsumer.testing.errors import (
@@ -40,6 +41,7 @@ __all__ = [
     "MavenNotFoundError",
     "OracleError",
     "PortInUseError",
+    "SaslSettings",
     "TestInfrastructureError",
     "broker_api_versions",
 ]

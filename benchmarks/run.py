@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -274,6 +275,25 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
                 ]
             )
         out += _table(["mode", "completed", "rebalances", "revoked", "restart", "unowned", "away"], rows)
+        out += [
+            "Where a restart's time goes (medians over every restart, seconds from the new process's start): "
+            "**started**, the client's start() returned (interpreter or JVM start and imports; aiokafka's "
+            "start() also waits for its first assignment, Java reports before its first poll); "
+            "**assigned**, its first assignment; **first record**.",
+            "",
+        ]
+        phases = []
+        for mode in size.modes:
+            restarts = [r for repeat in mode.repeats if repeat.error is None for r in repeat.restarts]
+            if restarts:
+                phases.append(
+                    [f"`{mode.mode}`"]
+                    + [
+                        _n(statistics.median(getattr(r, field) for r in restarts))
+                        for field in ("seconds_to_started", "seconds_to_assigned", "seconds_to_first_record")
+                    ]
+                )
+        out += _table(["mode", "started", "assigned", "first record"], phases)
         failures = [
             f"{m.mode} repeat {r.repeat + 1}: {r.error}" for m in size.modes for r in m.repeats if r.error
         ]

@@ -68,6 +68,16 @@ class Member:
         self.start, self.poll, self.stop, self.generation = start, poll, stop, generation
 
 
+def _poller(consumer: Any) -> Callable[[], Awaitable[list[Any]]]:
+    """Both clients share aiokafka's getmany shape: records by partition."""
+
+    async def poll() -> list[Any]:
+        batch = await consumer.getmany(timeout_ms=100)
+        return [r for rows in batch.values() for r in rows]
+
+    return poll
+
+
 def ours(bootstrap: str, topic: str, group: str, instance: str, refresh_ms: int) -> Member:
     consumer = StaticConsumer(
         topic,
@@ -79,12 +89,7 @@ def ours(bootstrap: str, topic: str, group: str, instance: str, refresh_ms: int)
         metadata_max_age_ms=refresh_ms,
         auto_offset_reset="earliest",
     )
-
-    async def poll() -> list[Any]:
-        batch = await consumer.getmany(timeout_ms=100)
-        return [r for rows in batch.values() for r in rows]
-
-    return Member(consumer.start, poll, consumer.stop, lambda: consumer.generation)
+    return Member(consumer.start, _poller(consumer), consumer.stop, lambda: consumer.generation)
 
 
 def aiokafka_static(bootstrap: str, topic: str, group: str, instance: str, refresh_ms: int) -> Member:
@@ -99,15 +104,11 @@ def aiokafka_static(bootstrap: str, topic: str, group: str, instance: str, refre
         auto_offset_reset="earliest",
     )
 
-    async def poll() -> list[Any]:
-        batch = await consumer.getmany(timeout_ms=100)
-        return [r for rows in batch.values() for r in rows]
-
     def generation() -> int:
         coordinator = getattr(consumer, "_coordinator", None)
         return int(getattr(coordinator, "generation", -1)) if coordinator is not None else -1
 
-    return Member(consumer.start, poll, consumer.stop, generation)
+    return Member(consumer.start, _poller(consumer), consumer.stop, generation)
 
 
 CLIENTS: dict[str, Callable[[str, str, str, str, int], Member]] = {

@@ -39,8 +39,8 @@ async def produce(bootstrap: str, topic: str, count: int, prefix: str = "k", sta
         await producer.stop()
 
 
-async def describe_group(bootstrap: str, group: str) -> DescribedGroup:
-    """DescribeGroups v5 (with instance ids) through our own codec, at the coordinator."""
+async def to_coordinator(bootstrap: str, group: str, request: Message) -> Message:
+    """Send one request to the group's coordinator through our own codec; returns the response."""
     client = _aiokafka.new_client(bootstrap_servers=bootstrap)
     await client.bootstrap()
     try:
@@ -52,10 +52,16 @@ async def describe_group(bootstrap: str, group: str) -> DescribedGroup:
             max_version=3,
         )
         coordinator = found.response_as(FindCoordinatorResponse).node_id
-        exchange = await _aiokafka.send(client, coordinator, DescribeGroupsRequest(groups=[group]))
-        return exchange.response_as(DescribeGroupsResponse).groups[0]
+        return (await _aiokafka.send(client, coordinator, request)).response
     finally:
         await client.close()
+
+
+async def describe_group(bootstrap: str, group: str) -> DescribedGroup:
+    """DescribeGroups v5 (with instance ids), at the coordinator."""
+    response = await to_coordinator(bootstrap, group, DescribeGroupsRequest(groups=[group]))
+    assert isinstance(response, DescribeGroupsResponse)
+    return response.groups[0]
 
 
 async def committed_offsets(bootstrap: str, group: str) -> dict[TopicPartition, int]:

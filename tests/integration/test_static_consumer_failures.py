@@ -187,14 +187,9 @@ async def test_member_removed_by_an_operator_gets_unknown_member_id_and_rejoins(
 ) -> None:
     """An admin LeaveGroup naming the instance id removes the member; its next heartbeat answers
     UNKNOWN_MEMBER_ID, it reports its partitions lost and rejoins with a fresh member id."""
-    from staticconsumer import _aiokafka
-    from staticconsumer.protocol import (
-        FindCoordinatorRequest,
-        FindCoordinatorResponse,
-        LeaveGroupRequest,
-        LeaveGroupResponse,
-        MemberIdentity,
-    )
+    from staticconsumer.protocol import LeaveGroupRequest, LeaveGroupResponse, MemberIdentity
+
+    from .support import to_coordinator
 
     topic = create_topic(partitions=2)
     bootstrap = kafka_broker.bootstrap_servers
@@ -212,27 +207,15 @@ async def test_member_removed_by_an_operator_gets_unknown_member_id_and_rejoins(
     async with consumer:
         await until_assigned(consumer)
         old_member, generation = consumer.member_id, consumer.generation
-        client = _aiokafka.new_client(bootstrap_servers=bootstrap)
-        await client.bootstrap()
-        try:
-            found = await _aiokafka.send(
-                client,
-                _aiokafka.any_node(client),
-                FindCoordinatorRequest(key=unique_group),
-                coordination=False,
-                max_version=3,
-            )
-            coordinator = found.response_as(FindCoordinatorResponse).node_id
-            left = await _aiokafka.send(
-                client,
-                coordinator,
-                LeaveGroupRequest(
-                    group_id=unique_group, members=[MemberIdentity(member_id="", group_instance_id="removed")]
-                ),
-            )
-            assert left.response_as(LeaveGroupResponse).members[0].error_code == 0
-        finally:
-            await client.close()
+        left = await to_coordinator(
+            bootstrap,
+            unique_group,
+            LeaveGroupRequest(
+                group_id=unique_group, members=[MemberIdentity(member_id="", group_instance_id="removed")]
+            ),
+        )
+        assert isinstance(left, LeaveGroupResponse)
+        assert left.members[0].error_code == 0
 
         async def back() -> bool:
             await consumer.getmany(timeout_ms=100)

@@ -11,7 +11,8 @@ mode sees the same machine conditions; results are medians with spread.
 
 Run: .venv/bin/python -m benchmarks.rolling_bounce [--members 3 6 12] [--repeats 5] [--modes ...]
 Writes benchmarks/results/rolling_bounce.json (schema: ``Report``) and rolling_bounce.png (matplotlib,
-when installed). Sizes not run this time are kept from the existing file.
+when installed) after every full round of modes, so a run cut short keeps its completed rounds. Sizes
+not run this time are kept from the existing file.
 """
 
 from __future__ import annotations
@@ -154,8 +155,15 @@ def targets(members: int, modes: dict[str, ModeResult]) -> list[Target]:
 
 
 def run_size(
-    kafka: EmbeddedKafka, members: int, repeats: int, modes: list[str], settings: BounceSettings
+    kafka: EmbeddedKafka,
+    members: int,
+    repeats: int,
+    modes: list[str],
+    settings: BounceSettings,
+    progress: Callable[[SizeResult], object] = lambda size: None,
 ) -> SizeResult:
+    """Every mode ``repeats`` times, interleaved; ``progress`` gets the figures after each full round,
+    so a run cut short still leaves every completed round on disk."""
     sized = BounceSettings(
         members=members,
         partitions_per_member=settings.partitions_per_member,
@@ -186,15 +194,22 @@ def run_size(
                 f"partition-s ({time.monotonic() - began:.0f}s)",
                 flush=True,
             )
+        progress(size_result(kafka, sized, repeat + 1, results))
+    return size_result(kafka, sized, repeats, results)
+
+
+def size_result(
+    kafka: EmbeddedKafka, sized: BounceSettings, rounds: int, results: dict[str, list[Repeat]]
+) -> SizeResult:
     summaries = {mode: summarise(mode, runs) for mode, runs in results.items()}
     return SizeResult(
-        members,
+        sized.members,
         sized.partitions,
-        repeats,
+        rounds,
         Settings(sized.session_ms, sized.heartbeat_ms, sized.produce_per_second, sized.grace, "range"),
         environment(kafka.version),
         list(summaries.values()),
-        targets(members, summaries),
+        targets(sized.members, summaries),
     )
 
 
@@ -320,21 +335,23 @@ def main(argv: list[str] | None = None) -> int:
     settings = BounceSettings(
         session_ms=args.session_ms, produce_per_second=args.produce_per_second, grace=args.grace
     )
+    previous = None if args.fresh else load(RESULTS / f"{NAME}.json")
+    kept = [s for s in previous.sizes if s.members not in args.members] if previous else []
     measured: list[SizeResult] = []
+
+    def save(current: SizeResult | None) -> Path:
+        sizes = [*kept, *measured, *([current] if current is not None else [])]
+        report = Report(NAME, sorted(sizes, key=lambda s: s.members))
+        path = write_json(report, NAME)
+        plot(report, path.with_suffix(".png"))
+        return path
+
     with EmbeddedKafka(args.kafka_version) as kafka:
         print(f"Kafka {kafka.version} at {kafka.bootstrap_servers}", flush=True)
         for members in args.members:
-            measured.append(run_size(kafka, members, args.repeats, args.modes, settings))
-    previous = None if args.fresh else load(RESULTS / f"{NAME}.json")
-    kept = [s for s in previous.sizes if s.members not in args.members] if previous else []
-    report = Report(
-        NAME,
-        sorted([*kept, *measured], key=lambda s: s.members),
-    )
-    path = write_json(report, NAME)
-    print(f"wrote {path}")
-    if plot(report, path.with_suffix(".png")):
-        print(f"wrote {path.with_suffix('.png')}")
+            measured.append(run_size(kafka, members, args.repeats, args.modes, settings, save))
+    path = save(None)
+    print(f"wrote {path} and, with matplotlib, {path.with_suffix('.png')}")
     for size in measured:
         for target in size.targets:
             print(f"N={size.members} {'MET' if target.met else 'NOT MET'}: {target.target} ({target.detail})")

@@ -34,10 +34,13 @@ def run(args: argparse.Namespace) -> int:
     if not pyspark_available():
         print(f"staticconsumer analyze: {INSTALL_HINT}", file=sys.stderr)
         return 2
+    from pyspark.sql import SparkSession
+
     from .job import Options
     from .run import analyze
     from .session import spark_session
 
+    borrowed = SparkSession.getActiveSession() is not None  # a notebook's or a test's: leave it running
     spark = spark_session(args.master, driver_memory=args.driver_memory)
     try:
         analysis = analyze(
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         print(analysis.text())
         print(f"Tables: {args.out}/<table> (Parquet)")
     finally:
-        spark.stop()
+        if not borrowed:
+            spark.stop()
     return 0
 
 

@@ -293,14 +293,22 @@ def sessions(events: DataFrame) -> DataFrame:
         F.sum(((F.col("type") == "commit") & F.col("error").isNotNull()).cast("int")).alias("failed_commits"),
         F.max(F.when(F.col("type") == "dropped", F.col("dropped"))).alias("dropped_records"),
     )
+    # Without a final record a session either died (a later session of its instance started, or the
+    # group moved past its last generation) or is still running when the log ends.
+    newest = events.where(is_type["sync"]).groupBy("group").agg(F.max("generation").alias("_newest"))
+    per = per.join(newest, "group", "left")
+    previous = Window.partitionBy("group", "instance").orderBy("start_ts", "session")
+    superseded = (F.col("instance").isNotNull() & F.lead("session").over(previous).isNotNull()) | (
+        F.coalesce(F.col("last_generation"), F.lit(-1)) < F.coalesce(F.col("_newest"), F.lit(-1))
+    )
     per = per.withColumn(
         "ended",
         F.when(F.col("_fenced") == 1, "fenced")
         .when(F.col("_failed") == 1, "failed")
         .when(F.col("_stopped") == 1, "stopped")
-        .otherwise("vanished"),
-    ).drop("_stopped", "_fenced", "_failed")
-    previous = Window.partitionBy("group", "instance").orderBy("start_ts", "session")
+        .when(superseded, "vanished")
+        .otherwise("running"),
+    ).drop("_stopped", "_fenced", "_failed", "_newest")
     restart = F.col("instance").isNotNull() & F.lag("session").over(previous).isNotNull()
     return (
         per.withColumn("restart", restart)
@@ -536,6 +544,7 @@ def build(events: DataFrame, malformed: DataFrame, options: Options) -> Tables:
             fenced=F.sum((F.col("ended") == "fenced").cast("int")),
             evicted=F.sum(F.col("evicted").cast("int")),
             vanished=F.sum((F.col("ended") == "vanished").cast("int")),
+            running_at_end=F.sum((F.col("ended") == "running").cast("int")),
             dropped_records=F.sum(F.coalesce(F.col("dropped_records"), F.lit(0))),
         ),
         _count_by_window(
@@ -567,6 +576,7 @@ def build(events: DataFrame, malformed: DataFrame, options: Options) -> Tables:
         "fenced",
         "evicted",
         "vanished",
+        "running_at_end",
         "dropped_records",
         "leader_changes",
         "skip_assignments",

@@ -55,7 +55,7 @@ class Analysis:
             lines.append(
                 f"  {row['group']} deploy {row['window']} ({span:.1f}s, {row['joins']} starts, "
                 f"{row['stops']} stops): {row['rebalances']} rebalances "
-                f"{_generations(row)}, "
+                f"({_generations(row)}), "
                 f"{row['revoked_partitions']} partitions revoked, {row['lost_partitions']} lost, "
                 f"{row['moved_partitions']} moved between instances; "
                 f"{row['restarts']} restarts ({row['restarts_absorbed']} without a rebalance); "
@@ -97,6 +97,7 @@ _COUNTED = (
     "fenced",
     "evicted",
     "vanished",
+    "running_at_end",
     "leader_changes",
     "skip_assignments",
     "dropped_records",

@@ -143,15 +143,31 @@ class _Racks:
 class _Claims:
     """Resolved previous ownership: who keeps a claim to each partition, and who claimed at all."""
 
-    def __init__(self, datas: list[StickyMemberData], subs: list[frozenset[str]], layout: _Layout):
+    def __init__(
+        self,
+        datas: list[StickyMemberData],
+        subs: list[frozenset[str]],
+        layout: _Layout,
+        *,
+        with_unsubscribed: bool = False,
+    ):
+        """``with_unsubscribed``: also count claims to topics the claimant no longer subscribes to in
+        ``claimed`` (cooperative: it still owns them until it revokes them)."""
         offset, counts = layout.offset, layout.counts
         per_member: list[list[int]] = []
         for d, sub in zip(datas, subs, strict=True):
             per_member.append([offset[t] + p for t, p in d.partitions if t in sub and 0 <= p < counts[t]])
         flat = list(chain.from_iterable(per_member))
-        self.any_claims = bool(flat)
         self.claimed: set[int] = set(flat)
-        if len(self.claimed) == len(flat):
+        if with_unsubscribed:
+            for d, sub in zip(datas, subs, strict=True):
+                self.claimed.update(
+                    offset[t] + p
+                    for t, p in d.partitions
+                    if t not in sub and t in offset and 0 <= p < counts[t]
+                )
+        self.any_claims = bool(self.claimed)
+        if len(set(flat)) == len(flat):
             # Common case: no partition claimed twice, nothing to resolve.
             self.owned = per_member
             return
@@ -505,7 +521,9 @@ class _StickyBase(Assignor):
         layout = _Layout(counts)
         subs = [m.topics.intersection(counts) for m in ordered]
         racks = _Racks(ordered, layout, topics)
-        claims = _Claims([self.member_data(m) for m in ordered], subs, layout)
+        claims = _Claims(
+            [self.member_data(m) for m in ordered], subs, layout, with_unsubscribed=self.cooperative
+        )
 
         kept_len = [0] * len(ordered)
         if layout.total == 0:

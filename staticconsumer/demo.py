@@ -292,6 +292,7 @@ def _analyze_event_logs(logs: Path) -> None:
         spark = spark_session()
         try:
             print(analyze(modes, logs / "analysis", spark=spark).text())
+            print("(A deploy window includes each group's first start, so its first generations count too.)")
         finally:
             spark.stop()
     except Exception as error:  # the demo's verdict above stands; say why the analysis is missing

@@ -183,7 +183,11 @@ def deploy_windows(events: DataFrame, options: Options) -> DataFrame:
                 F.col("start_ts") - options.skew_tolerance_seconds
             ),
         )
-        .withColumn("hi", F.coalesce(F.col("next_start_ts"), F.lit(INFINITY)))
+        # Windows tile the time line: each ends where the next one opens (skew margin included).
+        .withColumn(
+            "hi",
+            F.coalesce(F.col("next_start_ts") - options.skew_tolerance_seconds, F.lit(INFINITY)),
+        )
     )
 
 

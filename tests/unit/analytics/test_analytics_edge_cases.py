@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from staticconsumer.analytics.job import Options
+from staticconsumer.analytics.job import Options, deploy_windows, in_window
 from staticconsumer.analytics.run import Analysis, analyze
 from staticconsumer.analytics.synthetic import SyntheticSession, write_lines
 
@@ -229,3 +229,16 @@ def test_malformed_lines_are_counted_and_skipped(ordered: Analysis) -> None:
 def test_order_of_lines_across_processes_does_not_matter(ordered: Analysis, shuffled: Analysis) -> None:
     assert shuffled.windows == ordered.windows
     assert shuffled.malformed_lines == ordered.malformed_lines
+
+
+def test_windows_tile_time_so_every_row_lands_in_exactly_one(spark: SparkSession) -> None:
+    lifecycle = spark.createDataFrame(
+        [("g", ts, "joining", None) for ts in (0.0, 5.0, 100.0, 130.0, 400.0)],
+        "group string, ts double, type string, reason string",
+    )
+    windows = deploy_windows(lifecycle, Options(deploy_gap_seconds=60.0, skew_tolerance_seconds=1.0))
+    probes = spark.createDataFrame(
+        [("g", ts) for ts in (-5.0, 98.9, 99.5, 100.0, 398.99, 399.0, 1e9)], "group string, ts double"
+    )
+    placed = {(r["ts"], r["window"]) for r in in_window(probes, windows, "ts").collect()}
+    assert placed == {(-5.0, 0), (98.9, 0), (99.5, 1), (100.0, 1), (398.99, 1), (399.0, 2), (1e9, 2)}

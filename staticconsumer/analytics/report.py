@@ -56,7 +56,10 @@ def _plot_group(analysis: Analysis) -> str | None:
 
 
 def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
-    """One row per partition, one bar per owner interval (colour = owner); red = two owners at once."""
+    """One row per partition, one bar per owner interval (colour = owner); red = two owners at once.
+
+    Colours repeat after ten owners, so the legend is drawn only up to ten.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,8 +104,8 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
     origin = min((r["start_ts"] for r in rows), default=0.0)
     horizon = max((r["end_ts"] or r["start_ts"] for r in rows), default=origin + 1)
     owners = sorted({r["owner"] for r in rows})
-    palette = plt.get_cmap("tab20")
-    colour = {owner: palette(i % 20) for i, owner in enumerate(owners)}
+    palette = plt.get_cmap("tab10")
+    colour = {owner: palette(i % 10) for i, owner in enumerate(owners)}
     fig, ax = plt.subplots(figsize=(12, max(3.0, 0.32 * len(labels) + 1.5)))
     for r in rows:
         end = r["end_ts"] if r["end_ts"] is not None else horizon
@@ -110,7 +113,8 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
             [(r["start_ts"] - origin, max(end - r["start_ts"], 0.01))],
             (index[(r["topic"], r["partition"])] - 0.4, 0.8),
             facecolors=colour[r["owner"]],
-            alpha=0.45 if r["end_inferred"] else 0.9,
+            hatch="..." if r["end_inferred"] else None,
+            alpha=0.9,
         )
     for o in overlaps:
         ax.broken_barh(
@@ -125,9 +129,9 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
     ax.set_yticks(range(len(labels)), [f"{t}-{p}" for t, p in labels], fontsize=7)
     ax.set_xlabel("seconds since the first assignment (dotted: a new generation)")
     ax.set_title(
-        f"Partition ownership in group {group} (colour = owner, pale = end inferred, red = two owners)"
+        f"Partition ownership in group {group} (colour = owner, dotted fill = end inferred, red = two owners)"
     )
-    if len(owners) <= 20:
+    if len(owners) <= 10:
         handles = [Rectangle((0, 0), 1, 1, color=colour[o]) for o in owners]
         ax.legend(handles, owners, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()

@@ -1,0 +1,324 @@
+"""Fleet analytics benchmark: a synthetic fleet's event log through the Spark job, timed and measured.
+
+    .venv/bin/python benchmarks/analytics_fleet.py                      # the issue's size (below)
+    .venv/bin/python benchmarks/analytics_fleet.py --scale 0.1          # a tenth of consumers and partitions
+
+Full size: 2,000 static consumers in 20 groups, 100,000 partitions, 50 deploys (every consumer restarted
+in each), a share of restarts slower than the session timeout so the group rebalances. The log is written
+with the real schema (staticconsumer.analytics.synthetic), one file per group, then ``analyze`` runs on
+``--master`` (default local[*]) and writes every Parquet table and the report. Reported: wall time of
+generation, Spark start and the job; peak resident memory of the Python driver and of the JVM (sampled
+from /proc every 0.2 s, the whole process tree); the job's answers against the generator's truth; the
+machine (cores, memory, CPU) and git revision. JSON (msgspec-typed) goes to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # benchmarks/assignors.py would shadow the assignors package
+
+import contextlib
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "analytics_fleet.json"
+
+
+class FleetSize(msgspec.Struct):
+    scale: float
+    groups: int
+    consumers: int
+    partitions: int
+    deploys: int
+    rebalance_fraction: float
+    records: int
+    input_bytes: int
+    files: int
+
+
+class Timings(msgspec.Struct):
+    generate_s: float
+    spark_start_s: float
+    job_s: float
+    """read + parse + every table written as Parquet + the report (plots included)."""
+
+
+class Memory(msgspec.Struct):
+    driver_peak_rss_bytes: int
+    jvm_peak_rss_bytes: int
+    total_peak_rss_bytes: int
+    """Peak of the sum over the driver's whole process tree, sampled together."""
+    spark_driver_memory: str
+
+
+class Checks(msgspec.Struct):
+    """The job's answers against what the generator did (they must agree)."""
+
+    rebalances_expected: int
+    rebalances_found: int
+    restarts_expected: int
+    restarts_found: int
+    absorbed_expected: int
+    absorbed_found: int
+    moved_partitions_found: int
+    malformed_lines: int
+
+
+class Environment(msgspec.Struct):
+    cores: int
+    memory_bytes: int | None
+    cpu: str
+    load_average_at_start: list[float]
+    python: str
+    platform: str
+    pyspark: str
+    java: str
+    git_revision: str
+    git_dirty: bool
+
+
+class Report(msgspec.Struct):
+    benchmark: str
+    timestamp: str
+    master: str
+    shuffle_partitions: str
+    size: FleetSize
+    timings: Timings
+    memory: Memory
+    checks: Checks
+    environment: Environment
+    command: str
+
+
+# -- measuring -------------------------------------------------------------------------------------
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = Path(f"/proc/{pid}/task").iterdir()
+        found: list[int] = []
+        for task in tasks:
+            text = (task / "children").read_text().split()
+            found += [int(child) for child in text]
+        return found
+    except OSError:
+        return []
+
+
+class PeakMemory:
+    """Samples RSS of this process and of every descendant (the JVM) until stopped; keeps the peaks."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval = interval
+        self.driver = 0
+        self.jvm = 0
+        self.total = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            driver = _rss(me)
+            pending, others = _children(me), 0
+            while pending:
+                pid = pending.pop()
+                others += _rss(pid)
+                pending += _children(pid)
+            self.driver = max(self.driver, driver)
+            self.jvm = max(self.jvm, others)
+            self.total = max(self.total, driver + others)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _git(*args: str) -> str:
+    result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return result.stdout.strip()
+
+
+def _environment() -> Environment:
+    import pyspark
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = None
+    with contextlib.suppress(ValueError, OSError):
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return Environment(
+        cores=os.cpu_count() or 0,
+        memory_bytes=memory,
+        cpu=cpu,
+        load_average_at_start=[round(x, 2) for x in os.getloadavg()],
+        python=platform.python_version(),
+        platform=platform.platform(),
+        pyspark=pyspark.__version__,
+        java=java.splitlines()[0] if java else "unknown",
+        git_revision=_git("rev-parse", "HEAD") or "unknown",
+        git_dirty=bool(
+            _git("status", "--porcelain", "--", "staticconsumer/analytics", "benchmarks/analytics_fleet.py")
+        ),
+    )
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="share of the full consumers and partitions")
+    parser.add_argument("--deploys", type=int, default=50)
+    parser.add_argument("--groups", type=int, default=20)
+    parser.add_argument("--rebalance-fraction", type=float, default=0.005)
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--shuffle-partitions", default="16")
+    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary directory")
+    parser.add_argument("--keep", action="store_true", help="keep the generated log and the tables")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+
+    from staticconsumer.analytics.job import Options
+    from staticconsumer.analytics.run import analyze
+    from staticconsumer.analytics.session import spark_session
+    from staticconsumer.analytics.synthetic import FleetSpec, write_fleet
+
+    consumers = max(args.groups, round(2_000 * args.scale))
+    partitions = max(consumers, round(100_000 * args.scale))
+    spec = FleetSpec(
+        groups=args.groups,
+        consumers_per_group=consumers // args.groups,
+        partitions_per_group=partitions // args.groups,
+        deploys=args.deploys,
+        rebalance_fraction=args.rebalance_fraction,
+    )
+    environment = _environment()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="analytics-fleet-"))
+    logs, tables = workdir / "logs", workdir / "out"
+    try:
+        started = time.perf_counter()
+        truth = write_fleet(logs, spec)
+        generate_s = time.perf_counter() - started
+        files = sorted(logs.iterdir())
+        input_bytes = sum(f.stat().st_size for f in files)
+        print(
+            f"generated {truth.records:,} records ({input_bytes / 1e6:.0f} MB) "
+            f"for {spec.consumers:,} consumers, "
+            f"{spec.partitions:,} partitions, {spec.deploys} deploys in {generate_s:.1f}s",
+            flush=True,
+        )
+        with PeakMemory() as memory:
+            started = time.perf_counter()
+            spark = spark_session(
+                args.master,
+                driver_memory=args.driver_memory,
+                config={"spark.sql.shuffle.partitions": args.shuffle_partitions},
+            )
+            spark.range(1).count()
+            spark_start_s = time.perf_counter() - started
+            started = time.perf_counter()
+            analysis = analyze([str(logs)], tables, spark=spark, options=Options(deploy_gap_seconds=600.0))
+            job_s = time.perf_counter() - started
+            moved = int(sum(row["moved_partitions"] for row in analysis.windows))
+            spark.stop()
+        totals = {g: analysis.totals(g) for g in analysis.groups()}
+        checks = Checks(
+            rebalances_expected=truth.rebalances + spec.groups,  # + each group's first generation
+            rebalances_found=int(sum(t["rebalances"] for t in totals.values())),
+            restarts_expected=truth.restarts,
+            restarts_found=int(sum(t["restarts"] for t in totals.values())),
+            absorbed_expected=truth.absorbed,
+            absorbed_found=int(sum(t["restarts_absorbed"] for t in totals.values())),
+            moved_partitions_found=moved,
+            malformed_lines=analysis.malformed_lines,
+        )
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    report = Report(
+        benchmark="analytics_fleet",
+        timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        master=args.master,
+        shuffle_partitions=args.shuffle_partitions,
+        size=FleetSize(
+            scale=args.scale,
+            groups=spec.groups,
+            consumers=spec.consumers,
+            partitions=spec.partitions,
+            deploys=spec.deploys,
+            rebalance_fraction=spec.rebalance_fraction,
+            records=truth.records,
+            input_bytes=input_bytes,
+            files=len(files),
+        ),
+        timings=Timings(
+            generate_s=round(generate_s, 2), spark_start_s=round(spark_start_s, 2), job_s=round(job_s, 2)
+        ),
+        memory=Memory(
+            driver_peak_rss_bytes=memory.driver,
+            jvm_peak_rss_bytes=memory.jvm,
+            total_peak_rss_bytes=memory.total,
+            spark_driver_memory=args.driver_memory,
+        ),
+        checks=checks,
+        environment=environment,
+        command="benchmarks/analytics_fleet.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+    print(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+    agree = (
+        checks.rebalances_found == checks.rebalances_expected
+        and checks.restarts_found == checks.restarts_expected
+        and checks.absorbed_found == checks.absorbed_expected
+        and checks.malformed_lines == 0
+    )
+    print(
+        "the job's answers agree with the generator"
+        if agree
+        else "MISMATCH between the job and the generator"
+    )
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

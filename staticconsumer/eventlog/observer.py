@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from staticconsumer.errors import ErrorCode, FencedInstanceIdError
+from staticconsumer.errors import ConfigurationError, ErrorCode, FencedInstanceIdError
 from staticconsumer.membership import MembershipMachine, TopicPartition, actions, events
 
 from . import schema
@@ -71,12 +71,18 @@ class EventLog:
         session = uuid.uuid4().hex[:16]
         sinks: list[Sink] = []
         if settings.event_log_path:
-            path = settings.event_log_path.format(
-                group=settings.group_id,
-                instance=settings.group_instance_id or "dynamic",
-                pid=os.getpid(),
-                session=session,
-            )
+            try:
+                path = settings.event_log_path.format(
+                    group=settings.group_id,
+                    instance=settings.group_instance_id or "dynamic",
+                    pid=os.getpid(),
+                    session=session,
+                )
+            except (KeyError, IndexError, ValueError) as error:
+                raise ConfigurationError(
+                    f"staticconsumer.event.log.path={settings.event_log_path!r}: only {{group}}, "
+                    f"{{instance}}, {{pid}} and {{session}} can be filled in ({error!r})"
+                ) from None
             sinks.append(RotatingFileSink(path, settings.event_log_max_bytes, settings.event_log_backups))
         if settings.event_log_topic:
             kwargs = settings.aiokafka_client_kwargs()

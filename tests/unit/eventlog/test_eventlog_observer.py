@@ -15,7 +15,7 @@ import itertools
 
 from membership_harness import INSTANCE, UUID22, Harness, one, tp
 
-from staticconsumer.errors import ErrorCode
+from staticconsumer.errors import ConfigurationError, ErrorCode
 from staticconsumer.eventlog import EventLog, RotatingFileSink, decode_line, encode_line, schema
 from staticconsumer.membership import actions as act
 from staticconsumer.membership import events as ev
@@ -220,3 +220,11 @@ def test_settings_build_the_sinks(tmp_path: Path) -> None:
     assert file_sink.path == tmp_path / "orders" / f"orders-0-{log.session}.jsonl"
     assert file_sink.max_bytes == 4096
     assert kafka_sink.name == "kafka:membership"
+
+
+def test_unknown_placeholder_in_the_path_is_a_configuration_error() -> None:
+    settings = Settings.from_env(
+        environ={}, bootstrap_servers="localhost:9092", group_id="orders", event_log_path="/logs/{pod}.jsonl"
+    )
+    with pytest.raises(ConfigurationError, match=r"only \{group\}, \{instance\}, \{pid\} and \{session\}"):
+        EventLog.from_settings(settings)

@@ -43,6 +43,8 @@ class Benchmark:
     quick: tuple[str, ...]
     takes_out: bool = True
     """Whether it has ``--out`` (the others write through ``benchmarks.common.write_json``)."""
+    full_result: str = ""
+    """The result file's stem for a full run when it is not the name (a size kept beside others)."""
 
 
 BENCHMARKS = (
@@ -75,8 +77,23 @@ BENCHMARKS = (
         ("--repeats", "1", "--records", "20000"),
         takes_out=False,
     ),
+    Benchmark(
+        "analytics_fleet",
+        "benchmarks.analytics_fleet:Report",
+        ("--scale", "0.1"),  # the full fleet (2,000 consumers, 100,000 partitions) needs a bigger machine
+        ("--scale", "0.01", "--deploys", "5", "--groups", "4"),
+        full_result="analytics_fleet_scale0.1",
+    ),
 )
 BY_NAME = {b.name: b for b in BENCHMARKS}
+
+
+def benchmark_for(stem: str) -> Benchmark | None:
+    """The benchmark a result file belongs to: ``<name>.json``, or ``<name>_<variant>.json`` for runs
+    kept side by side (``analytics_fleet_scale0.1.json``)."""
+    if stem in BY_NAME:
+        return BY_NAME[stem]
+    return next((b for b in BENCHMARKS if stem.startswith(b.name + "_")), None)
 
 
 def schema(benchmark: Benchmark) -> type[msgspec.Struct]:
@@ -106,7 +123,8 @@ def run_all(names: list[str], quick: bool, results: Path) -> list[str]:
             *(benchmark.quick if quick else benchmark.full),
         ]
         if benchmark.takes_out:
-            command += ["--out", str(results / f"{name}.json")]
+            stem = benchmark.full_result if benchmark.full_result and not quick else name
+            command += ["--out", str(results / f"{stem}.json")]
         print(f"== {' '.join(command[1:])}", flush=True)
         began = time.monotonic()
         code = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
@@ -149,7 +167,11 @@ def _provenance(data: Any) -> list[dict[str, Any]]:
         memory = env.get("memory_bytes")
         found.append(
             {
-                "created": env.get("created_utc") or env.get("started_at") or outer.get("created_utc") or "-",
+                "created": env.get("created_utc")
+                or env.get("started_at")
+                or outer.get("created_utc")
+                or outer.get("timestamp")
+                or "-",
                 "kafka": env.get("kafka_version") or env.get("kafka_clients_version") or "-",
                 "machine": f"{env.get('cores', '?')} cores, "
                 + (f"{memory / 2**30:.0f} GiB" if memory else "? GiB")
@@ -170,7 +192,11 @@ def _environments(raw: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, A
 
 def render(results: dict[str, bytes], figures: set[str]) -> str:
     """The page, from result files (name -> JSON bytes) and the PNG names that exist beside them."""
-    decoded = {name: decode(BY_NAME[name], data) for name, data in results.items() if name in BY_NAME}
+    grouped: dict[str, list[tuple[str, Any]]] = {}
+    for stem, data in sorted(results.items()):
+        benchmark = benchmark_for(stem)
+        if benchmark is not None:
+            grouped.setdefault(benchmark.name, []).append((stem, decode(benchmark, data)))
     out = [
         "# Benchmarks",
         "",
@@ -191,13 +217,13 @@ def render(results: dict[str, bytes], figures: set[str]) -> str:
     ]
     rows = []
     for benchmark in BENCHMARKS:
-        if benchmark.name not in decoded:
+        if benchmark.name not in grouped:
             rows.append([benchmark.name, "not run yet", "", "", "", ""])
             continue
-        for p in _provenance(decoded[benchmark.name]):
+        for stem, p in [(stem, p) for stem, result in grouped[benchmark.name] for p in _provenance(result)]:
             rows.append(
                 [
-                    benchmark.name,
+                    stem,
                     p["created"],
                     p["kafka"],
                     p["machine"],
@@ -213,10 +239,12 @@ def render(results: dict[str, bytes], figures: set[str]) -> str:
         ("telemetry_overhead", _telemetry),
         ("codec", _codec),
         ("assignors", _assignors),
+        ("analytics_fleet", _analytics_fleet),
     ]
     for name, section in sections:
-        if name in decoded:
-            out += section(decoded[name], figures)
+        if name in grouped:
+            for _, result in grouped[name]:
+                out += section(result, figures)
         else:
             title = name.replace("_", " ").capitalize()
             out += [
@@ -460,12 +488,46 @@ def _assignors(report: Any, figures: set[str]) -> list[str]:
     ]
 
 
+def _analytics_fleet(report: Any, figures: set[str]) -> list[str]:
+    size, timings, memory, checks = report.size, report.timings, report.memory, report.checks
+    agree = (
+        checks.rebalances_expected == checks.rebalances_found
+        and checks.restarts_expected == checks.restarts_found
+        and checks.absorbed_expected == checks.absorbed_found
+        and checks.malformed_lines == 0
+    )
+    return [
+        f"## Fleet analytics (scale {size.scale:g})",
+        "",
+        "A synthetic fleet's event log through the Spark job (`staticconsumer analyze`) on "
+        f"`{report.master}`: "
+        f"{size.consumers:,} consumers in {size.groups} groups, {size.partitions:,} partitions, "
+        f"{size.deploys} deploys, {size.records:,} records ({size.input_bytes / 2**20:,.0f} MiB in "
+        f"{size.files} files). One run. `benchmarks/analytics_fleet.py`.",
+        "",
+        *_table(
+            ["generate", "Spark start", "job", "peak RSS (driver + JVM)", "answers agree with the generator"],
+            [
+                [
+                    f"{_n(timings.generate_s)} s",
+                    f"{_n(timings.spark_start_s)} s",
+                    f"{_n(timings.job_s)} s",
+                    f"{memory.total_peak_rss_bytes / 2**30:.2f} GiB",
+                    f"{'yes' if agree else '**no**'} (rebalances {checks.rebalances_found}/"
+                    f"{checks.rebalances_expected}, restarts {checks.restarts_found}/"
+                    f"{checks.restarts_expected})",
+                ]
+            ],
+        ),
+    ]
+
+
 def read_results(directory: Path, only: set[str] | None = None) -> tuple[dict[str, bytes], set[str]]:
     """The result files in ``directory`` (restricted to the file names in ``only`` when given)."""
     results = {
         path.stem: path.read_bytes()
         for path in sorted(directory.glob("*.json"))
-        if path.stem in BY_NAME and (only is None or path.name in only)
+        if benchmark_for(path.stem) is not None and (only is None or path.name in only)
     }
     figures = {p.name for p in directory.glob("*.png") if only is None or p.name in only}
     return results, figures
@@ -482,7 +544,7 @@ def committed_results() -> tuple[dict[str, bytes], set[str]]:
     results = {
         Path(name).stem: git("show", f"HEAD:{name}")
         for name in names
-        if name.endswith(".json") and Path(name).stem in BY_NAME
+        if name.endswith(".json") and benchmark_for(Path(name).stem) is not None
     }
     return results, {Path(name).name for name in names if name.endswith(".png")}
 

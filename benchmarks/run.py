@@ -175,13 +175,19 @@ def _provenance(data: Any) -> list[dict[str, Any]]:
                 "kafka": env.get("kafka_version") or env.get("kafka_clients_version") or "-",
                 "machine": f"{env.get('cores', '?')} cores, "
                 + (f"{memory / 2**30:.0f} GiB" if memory else "? GiB")
-                + f", {env.get('cpu') or env.get('cpu_model') or '?'}",
+                + f", {env.get('cpu') or env.get('cpu_model') or '?'}"
+                + _load(env.get("load_average") or env.get("load_average_at_start")),
                 "revision": str(env.get("git_revision", "?"))[:10]
                 + (" (uncommitted changes)" if env.get("git_dirty") else ""),
                 "command": env.get("command") or outer.get("command") or "-",
             }
         )
     return found
+
+
+def _load(load: list[float] | None) -> str:
+    """The machine's 1/5/15-minute load averages when the run started: how busy the neighbours were."""
+    return f", load {'/'.join(f'{x:.1f}' for x in load)}" if load else ""
 
 
 def _environments(raw: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:

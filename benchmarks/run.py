@@ -339,12 +339,12 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
     out += _figure("rolling_bounce", figures, "rolling bounce: boxes per mode and group size")
     out += [
         "Reading it: a static member that comes back within the session timeout is replaced in place, so "
-        "nobody else is revoked and the generation does not move. The "
-        "price is that its own partitions wait for it (the unowned column): nobody consumes them while "
-        "the process restarts, whereas dynamic members hand them to the others at once and take them back "
-        "later, at the cost of two stop-the-world rebalances per restart, each revoking everything from "
-        "everyone with the eager protocol. How long the static gap lasts is mostly process start: "
-        "interpreter and imports for the Python clients, the JVM for Java.",
+        "nobody else is revoked and the generation does not move. The unowned column is the other side of "
+        "that: a restarting static member's partitions wait for it, unconsumed, until its new process is "
+        "assigned, so the gap is mostly process start (interpreter and imports for the Python clients, the "
+        "JVM for Java; see the started column). Dynamic members hand those partitions to the others "
+        "instead, but each hand-over is an eager rebalance that revokes everything from everyone, about "
+        "two per restart, so their unowned time is however long the group takes to rebalance.",
         "",
     ]
     return out

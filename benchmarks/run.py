@@ -1,7 +1,7 @@
 """Run every benchmark, then write docs/benchmarks.md from their JSON results.
 
     .venv/bin/python -m benchmarks.run              # everything, full sizes (an hour or more on 2 cores)
-    .venv/bin/python -m benchmarks.run --quick      # small sizes, a smoke run into a temporary directory
+    .venv/bin/python -m benchmarks.run --quick      # small sizes (about 5 min) into a temporary directory
     .venv/bin/python -m benchmarks.run --only rolling_bounce throughput_overhead
     .venv/bin/python -m benchmarks.run --page       # only regenerate the page from the existing results
     .venv/bin/python -m benchmarks.run --page --committed   # ... from the results as committed
@@ -214,8 +214,9 @@ def render(results: dict[str, bytes], figures: set[str]) -> str:
         "`[p25-p75]` and the number of samples. The machine is a shared 2-core box whose neighbours "
         "vary, so compare figures within a table, not across result files.",
         "",
-        "Run everything: `.venv/bin/python -m benchmarks.run` (an hour or more); a smoke run with small "
-        "sizes: `--quick`; one benchmark: `--only rolling_bounce`; this page alone: `--page`. Plots need "
+        "Run everything: `.venv/bin/python -m benchmarks.run` (an hour or more on 2 cores); a smoke run with "
+        "small sizes into a temporary directory (about 5 minutes): `--quick`; one benchmark: `--only "
+        "rolling_bounce`; this page alone: `--page --committed`. Plots need "
         "the `bench` extra (`pip install -e .[bench]`, matplotlib).",
         "",
         "## Where each result comes from",

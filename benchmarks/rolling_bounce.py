@@ -174,6 +174,8 @@ def run_size(
         kafka_version=kafka.version,
     )
     results: dict[str, list[Repeat]] = {mode: [] for mode in modes}
+    # Taken before the first bounce: member processes import the checkout as it is when they start.
+    env = environment(kafka.version)
     for repeat in range(repeats):
         shift = repeat % len(modes)
         for mode in modes[shift:] + modes[:shift]:  # rotate, so no mode always runs first
@@ -194,12 +196,12 @@ def run_size(
                 f"partition-s ({time.monotonic() - began:.0f}s)",
                 flush=True,
             )
-        progress(size_result(kafka, sized, repeat + 1, results))
-    return size_result(kafka, sized, repeats, results)
+        progress(size_result(env, sized, repeat + 1, results))
+    return size_result(env, sized, repeats, results)
 
 
 def size_result(
-    kafka: EmbeddedKafka, sized: BounceSettings, rounds: int, results: dict[str, list[Repeat]]
+    env: Environment, sized: BounceSettings, rounds: int, results: dict[str, list[Repeat]]
 ) -> SizeResult:
     summaries = {mode: summarise(mode, runs) for mode, runs in results.items()}
     return SizeResult(
@@ -207,7 +209,7 @@ def size_result(
         sized.partitions,
         rounds,
         Settings(sized.session_ms, sized.heartbeat_ms, sized.produce_per_second, sized.grace, "range"),
-        environment(kafka.version),
+        env,
         list(summaries.values()),
         targets(sized.members, summaries),
     )

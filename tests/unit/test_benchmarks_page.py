@@ -14,11 +14,12 @@ from benchmarks.run import BY_NAME, PAGE, benchmark_for, committed_results, deco
 from staticconsumer.bounce import Member, unowned_partition_seconds
 
 
-def _in_git() -> bool:
-    return (ROOT / ".git").exists()
+@pytest.fixture(autouse=True)
+def _in_a_git_checkout() -> None:
+    """The committed results are read from git; CI and every developer run in a clone."""
+    assert (ROOT / ".git").exists(), "run the tests from a git checkout of the repository"
 
 
-@pytest.mark.skipif(not _in_git(), reason="the committed results are read from git")
 def test_page_is_generated_from_committed_results() -> None:
     results, figures = committed_results()
     assert PAGE.read_text() == render(results, figures), (
@@ -27,18 +28,15 @@ def test_page_is_generated_from_committed_results() -> None:
     )
 
 
-@pytest.mark.skipif(not _in_git(), reason="the committed results are read from git")
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_committed_result_validates_against_its_schema(name: str) -> None:
     results, _ = committed_results()
     mine = [data for stem, data in results.items() if benchmark_for(stem) is BY_NAME[name]]
-    if not mine:
-        pytest.skip(f"no committed {name} result")
+    assert mine, f"no committed {name} result: run `python -m benchmarks.run --only {name}` and commit it"
     for data in mine:
         decode(BY_NAME[name], data)
 
 
-@pytest.mark.skipif(not _in_git(), reason="the committed results are read from git")
 def test_every_committed_result_belongs_to_a_benchmark() -> None:
     listed = subprocess.run(
         ["git", "ls-tree", "--name-only", "HEAD", "benchmarks/results/"],

@@ -29,7 +29,7 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A self-signed certificate (doubling as the CA), its plain key and the same key encrypted."""
     openssl = shutil.which("openssl")
     if openssl is None:
-        pytest.skip("openssl is needed to make test certificates")
+        pytest.fail("openssl is needed to make test certificates (apt-get install openssl)")
     folder = tmp_path_factory.mktemp("tls")
     files = {name: folder / f"{name}.pem" for name in ("cert", "key", "encrypted_key")}
     subprocess.run(

@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -27,6 +28,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from benchmarks.common import Environment, Spread, environment, spread, write_json
 from staticconsumer import StaticConsumer
 from staticconsumer.testing import EmbeddedKafka
+from staticconsumer.testing.oracle import JavaPeerConsumer
 
 SESSION_MS = 10_000
 HEARTBEAT_MS = 1_000
@@ -111,9 +113,58 @@ def aiokafka_static(bootstrap: str, topic: str, group: str, instance: str, refre
     return Member(consumer.start, _poller(consumer), consumer.stop, generation)
 
 
+def java_static(bootstrap: str, topic: str, group: str, instance: str, refresh_ms: int) -> Member:
+    """Java's KafkaConsumer (kafka-clients at the broker's version) in its own JVM: the reference."""
+    peer: list[JavaPeerConsumer] = []
+    read = [0]
+
+    async def start() -> None:
+        peer.append(
+            await asyncio.get_running_loop().run_in_executor(
+                None,
+                lambda: JavaPeerConsumer.start(
+                    KAFKA_VERSION[0],
+                    bootstrap=bootstrap,
+                    group=group,
+                    topics=topic,
+                    instance=instance,
+                    assignor="range",
+                    session_ms=SESSION_MS,
+                    heartbeat_ms=HEARTBEAT_MS,
+                    metadata_max_age_ms=refresh_ms,
+                    auto_offset_reset="earliest",
+                ),
+            )
+        )
+
+    async def poll() -> list[Any]:
+        await asyncio.sleep(0.1)
+        events = peer[0].events[read[0] :]
+        read[0] += len(events)
+        return [
+            SimpleNamespace(partition=partition)
+            for event in events
+            if event["e"] == "records"
+            for _topic, partition, _count in event["by"]
+        ]
+
+    async def stop() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, peer[0].stop)
+
+    def generation() -> int:
+        last = peer[0].last("assigned") if peer else None
+        return int(last["gen"]) if last is not None else -1
+
+    return Member(start, poll, stop, generation)
+
+
+KAFKA_VERSION: list[str | None] = [None]
+"""The broker's version, for the Java client's kafka-clients (set once the broker is up)."""
+
 CLIENTS: dict[str, Callable[[str, str, str, str, int], Member]] = {
     "staticconsumer": ours,
     "aiokafka-0.14-static": aiokafka_static,
+    "java-static": java_static,
 }
 
 
@@ -125,7 +176,7 @@ async def one_run(
     bootstrap = kafka.bootstrap_servers
     leader = make(bootstrap, topic, group, "leader", refresh_ms)
     await leader.start()
-    await _poll_for(leader, 3.0)  # join alone first, so it leads
+    await _until_joined(leader, 60.0)  # join alone first, so it leads
     follower = make(bootstrap, topic, group, "follower", refresh_ms)
     await follower.start()
     await _poll_both(leader, follower, 8.0)
@@ -162,9 +213,9 @@ async def _grow(bootstrap: str, topic: str) -> None:
     await add_partitions(bootstrap, topic, 6)
 
 
-async def _poll_for(member: Member, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+async def _until_joined(member: Member, within: float) -> None:
+    end = time.monotonic() + within
+    while member.generation() < 1 and time.monotonic() < end:
         await member.poll()
 
 
@@ -189,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     with EmbeddedKafka(args.kafka_version) as kafka:
+        KAFKA_VERSION[0] = kafka.version
         results: dict[str, list[Run]] = {name: [] for name in CLIENTS}
         for run in range(args.runs):  # interleaved, so both clients see the same machine conditions
             for name, make in CLIENTS.items():

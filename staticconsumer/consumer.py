@@ -112,6 +112,7 @@ class StaticConsumer:
             raise ConfigurationError("give at least one topic or a pattern to subscribe to")
         self._topics: frozenset[str] = frozenset(topics)
         self._pattern = re.compile(pattern) if pattern else None
+        self._pattern_topics: frozenset[str] = frozenset()
         self._listener = listener or ConsumerRebalanceListener()
         self._request_hook = request_hook
         self.event_log = EventLog.from_settings(self.settings)
@@ -583,8 +584,6 @@ class StaticConsumer:
         if self._pattern is not None:
             return self._pattern_topics
         return self._topics
-
-    _pattern_topics: frozenset[str] = frozenset()
 
     async def _topics_matching_pattern(self) -> frozenset[str]:
         assert self._pattern is not None

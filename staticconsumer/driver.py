@@ -200,7 +200,6 @@ class GroupDriver:
         self._task_group: TaskGroup | None = None
         self.stopped = anyio.Event()
         self.stop_error: Exception | None = None
-        self.leader_topics: frozenset[str] = frozenset()
 
     # -- inputs from the application ------------------------------------------------------------
 
@@ -318,7 +317,6 @@ class GroupDriver:
         elif isinstance(action, actions.SendLeaveGroup):
             self._spawn(lambda: self._leave(action))
         elif isinstance(action, actions.LeaderElected):
-            self.leader_topics = action.group_topics
             if action.skip_assignment:
                 self.duties.leader_elected(action.generation, action.group_topics, None)
         elif isinstance(action, actions.RunAssignor):
@@ -619,10 +617,7 @@ class GroupDriver:
                     for t in response.topics
                     for p in t.partitions
                 }
-            except (ConnectionError, TimeoutError, OSError) as error:
-                log.info("OffsetFetch attempt %d failed: %r", attempt + 1, error)
-                await anyio.sleep(min(1.0, self.config.retry_backoff_ms / 1000 * (attempt + 1)))
-            except Exception as error:  # aiokafka's own connection errors are not OSError subclasses
+            except Exception as error:  # retriable codes, timeouts, and aiokafka's connection errors
                 log.info("OffsetFetch attempt %d failed: %r", attempt + 1, error)
                 await anyio.sleep(min(1.0, self.config.retry_backoff_ms / 1000 * (attempt + 1)))
         raise StaticConsumerError(f"could not fetch committed offsets of group {self.config.group_id!r}")

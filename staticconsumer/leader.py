@@ -13,8 +13,9 @@ catches what Java misses:
 * a static member that restarts with a different subscription is replaced in place without a
   rebalance (KAFKA-12759), so its new topics are never assigned: the same audit, run by every member
   for its own topics, notices them;
-* on brokers that answer below JoinGroup v9 a returning leader is not told it leads; a leader id
-  minted for our own instance id ("<instance id>-<uuid>") is enough to take up the duties.
+* on brokers that answer below JoinGroup v9 a returning leader is not told it leads; the membership
+  machine recognises a leader id minted for our own instance id (LeadershipGuessed) and the duties
+  start from there.
 """
 
 from __future__ import annotations
@@ -31,11 +32,6 @@ log = logging.getLogger("staticconsumer.leader")
 
 PartitionCounts = Mapping[str, int]
 """Topic -> number of partitions; a topic absent from the map does not exist (or is not visible)."""
-
-
-def looks_like_our_leadership(leader_id: str, group_instance_id: str | None) -> bool:
-    """Brokers mint static member ids as "<instance id>-<uuid>" (franz-go relies on the same fact)."""
-    return group_instance_id is not None and leader_id.startswith(f"{group_instance_id}-")
 
 
 def metadata_change(

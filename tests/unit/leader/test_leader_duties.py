@@ -8,18 +8,10 @@ from staticconsumer.leader import (
     LeaderDuties,
     MetadataWatch,
     audit_reason,
-    looks_like_our_leadership,
     metadata_change,
     unowned_partitions,
 )
 from staticconsumer.membership import TopicPartition as TP
-
-
-def test_leadership_guess_needs_our_instance_id_as_prefix() -> None:
-    assert looks_like_our_leadership("pod-0-5f1c2d", "pod-0")
-    assert not looks_like_our_leadership("pod-01-5f1c2d", "pod-0"), "a prefix of another id is not ours"
-    assert not looks_like_our_leadership("pod-0-5f1c2d", None), "dynamic members never guess"
-    assert not looks_like_our_leadership("consumer-1-5f1c2d", "pod-0")
 
 
 def test_metadata_change_names_growth_new_and_vanished_topics_and_ignores_unwatched() -> None:

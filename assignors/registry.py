@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from .model import Assignor
 from .range import RangeAssignor
 from .roundrobin import RoundRobinAssignor
@@ -35,5 +37,10 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-for _cls in (RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor):
+_BUILT_IN_CLASSES: Final = (RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor)
+
+BUILT_IN: Final[tuple[str, ...]] = tuple(cls.name for cls in _BUILT_IN_CLASSES)
+"""The protocol names this package ships, in Java's order: what docs list, whatever else is registered."""
+
+for _cls in _BUILT_IN_CLASSES:
     register(_cls)

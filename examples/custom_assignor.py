@@ -6,8 +6,11 @@ or loses (about 1/N of them), with no userData and no history. Dynamic members, 
 identity, get nothing unless the group has no static member at all.
 
 Run it:  python examples/custom_assignor.py
-Use it:  register it, then name it first in ``partition.assignment.strategy`` (every member of the
-group must list a protocol name in common, so keep a built-in one after it for mixed groups).
+Use it:  import the module that registers it (``@register`` below) before the settings are built, then
+name it first in ``partition.assignment.strategy``, e.g.
+``KAFKA_PARTITION_ASSIGNMENT_STRATEGY=example-rendezvous,cooperative-sticky``. ``Settings`` accepts every
+registered name, and ``StaticConsumer`` creates the assignor by that name. Every member of the group must
+list a protocol name in common, so keep a built-in one after it for mixed groups (Java, older pods).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from assignors import (
     register,
     sorted_members,
 )
+from staticconsumer.settings import Settings
 
 
 def _score(key: str, topic: str, partition: int) -> int:
@@ -80,6 +84,16 @@ def main() -> None:
         f"after pod-3 joined: {len(moved)} of 18 partitions moved, all to pod-3: "
         f"{all(tp in after['member-3'].partitions for tp in moved)}"
     )
+
+    # What a service does: the environment names it first, and Settings accepts it because it is registered.
+    environment = {
+        "KAFKA_BOOTSTRAP_SERVERS": "kafka-0.kafka:9092",
+        "KAFKA_GROUP_ID": "orders",
+        "KAFKA_GROUP_INSTANCE_ID": "pod-0",
+        "KAFKA_PARTITION_ASSIGNMENT_STRATEGY": "example-rendezvous,cooperative-sticky",
+    }
+    settings = Settings.from_env(environment)
+    print(f"settings accept it: partition.assignment.strategy={','.join(settings.assignors)}")
 
     # The same group under the built-in cooperative-sticky assignor, for comparison.
     sticky = create("cooperative-sticky").assign(pods, topics)

@@ -28,6 +28,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
+from assignors.registry import names as registered_assignors
 from staticconsumer.errors import InvalidGroupInstanceIdError, SettingProblem, SettingsError
 from staticconsumer.membership.config import MAX_GROUP_INSTANCE_ID_LENGTH, validate_group_instance_id
 
@@ -51,8 +53,6 @@ SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 AUTO_OFFSET_RESETS: Final = ("earliest", "latest", "none")
 ISOLATION_LEVELS: Final = ("read_uncommitted", "read_committed")
-ASSIGNOR_NAMES: Final = ("range", "roundrobin", "sticky", "cooperative-sticky")
-"""Protocol names sent in JoinGroup; Java and Python members of one group must share at least one."""
 
 _SASL_PROTOCOLS: Final = ("SASL_PLAINTEXT", "SASL_SSL")
 _TLS_PROTOCOLS: Final = ("SSL", "SASL_SSL")
@@ -217,8 +217,13 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "assignors",
         "partition.assignment.strategy",
         "list",
-        "Assignor protocol names in order of preference (protocol names, not Java class names).",
-        choices=ASSIGNOR_NAMES,
+        "Assignor protocol names in order of preference (protocol names, not Java class names). Any "
+        "assignor registered with `assignors.register` before the settings are built is accepted.",
+        allowed_text=(
+            "comma-separated names of registered assignors: "
+            + ", ".join(BUILT_IN_ASSIGNORS)
+            + ", or your own (assignors.register)"
+        ),
     ),
     SettingSpec(
         "enable_auto_commit", "enable.auto.commit", "bool", "Commit consumed offsets in the background."
@@ -835,16 +840,27 @@ def _list_problem(spec: SettingSpec, value: object) -> str | None:
     if not value:
         return f"required; expected {spec.allowed()}"
     if spec.field == "assignors":
-        unknown = [name for name in value if name not in ASSIGNOR_NAMES]
-        if unknown:
-            hints = "".join(_suggestion(name, ASSIGNOR_NAMES) for name in unknown)
-            return f"unknown assignor {', '.join(unknown)}{hints}; expected {spec.allowed()}"
-        if len(set(value)) != len(value):
-            return "an assignor is listed twice; list each once, in order of preference"
-        return None
+        return _assignors_problem(value)
     bad = [server for server in value if _host_port_problem(server)]
     if bad:
         return f"{', '.join(repr(server) for server in bad)}: expected host:port with a port from 1 to 65535"
+    return None
+
+
+def _assignors_problem(value: tuple[str, ...]) -> str | None:
+    """Names are checked against the assignor registry as it is now, so a custom assignor registered
+    with ``assignors.register`` before the settings are built is as valid as a built-in one."""
+    custom = sorted(set(registered_assignors()) - set(BUILT_IN_ASSIGNORS))
+    registered = [*BUILT_IN_ASSIGNORS, *custom]
+    unknown = [name for name in value if name not in registered]
+    if unknown:
+        hints = "".join(_suggestion(name, registered) for name in unknown)
+        return (
+            f"unknown assignor {', '.join(unknown)}{hints}; registered: {', '.join(registered)} "
+            "(register a custom one with assignors.register before building the settings)"
+        )
+    if len(set(value)) != len(value):
+        return "an assignor is listed twice; list each once, in order of preference"
     return None
 
 

@@ -357,8 +357,22 @@ def _add_admin_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def version_text() -> str:
+    """What ``--version`` prints: ours and the versions a bug report needs beside it."""
+    import platform
+    from importlib.metadata import version
+
+    import staticconsumer
+
+    return (
+        f"staticconsumer {staticconsumer.__version__} "
+        f"(aiokafka {version('aiokafka')}, Python {platform.python_version()})"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="staticconsumer", description=__doc__)
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="rolling-bounce demo on an embedded broker: static vs dynamic")

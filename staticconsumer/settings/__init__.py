@@ -1056,6 +1056,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}={value}")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

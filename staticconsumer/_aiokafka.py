@@ -19,7 +19,9 @@ from :func:`send` and the connection stays usable, since frames are delimited by
 from __future__ import annotations
 
 import io
-from typing import Any, NamedTuple, TypeVar
+import logging
+import re
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from staticconsumer.errors import DecodeError, NoCommonApiVersionError
 from staticconsumer.protocol import APIS_BY_KEY, ApiSpec, Message
@@ -330,3 +332,203 @@ def is_connection_failure(error: BaseException) -> bool:
     from aiokafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
 
     return isinstance(error, KafkaConnectionError | NodeNotReadyError | RequestTimedOutError | TimeoutError)
+
+
+# -- What connection diagnosis needs (staticconsumer.connection) ----------------------------------------
+
+
+def bootstrap_addresses(client: Any) -> list[tuple[str, int]]:
+    """The bootstrap servers of an ``AIOKafkaClient``, as (host, port), in the order it would try them."""
+    return [(str(host), int(port)) for host, port, _ in client.hosts]
+
+
+async def bootstrap_from(client: Any, host: str, port: int) -> None:
+    """``client.bootstrap()`` from one server only: the one a probe just found answering.
+
+    aiokafka walks its whole list in order, paying a connect timeout (and an ERROR line) for every
+    dead server before a live one; narrowing the list for this one call skips that. The list is restored
+    afterwards, for any later re-bootstrap.
+    """
+    saved = client._bootstrap_servers  # ``client.hosts`` is computed (and shuffled) from it on every read
+    client._bootstrap_servers = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    try:
+        await client.bootstrap()
+    finally:
+        client._bootstrap_servers = saved
+
+
+ProbeStage = Literal["handshake", "metadata"]
+ProbeKind = Literal["timeout", "authentication", "mechanism", "closed", "tls", "other"]
+
+
+class ProbeFailure(NamedTuple):
+    """Why one broker could not be used, in aiokafka-neutral terms (see :func:`probe_broker`)."""
+
+    kind: ProbeKind
+    stage: ProbeStage
+    message: str
+
+
+_PROBE_CONNECTION_KWARGS = (
+    "client_id",
+    "ssl_context",
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_plain_username",
+    "sasl_plain_password",
+)
+
+
+async def probe_broker(
+    host: str, port: int, *, request_timeout_ms: int, client_kwargs: dict[str, Any]
+) -> ProbeFailure | None:
+    """Open one connection the way ``AIOKafkaClient`` would (TCP, TLS, ApiVersions, SASL) and ask for
+    cluster metadata on it; None when all of that worked, else what went wrong and at which stage.
+
+    ``client_kwargs`` are ``Settings.aiokafka_client_kwargs()``; only the connection's own are used.
+    Every failure aiokafka can raise on this path is mapped here, so callers never see its classes.
+    """
+    import ssl
+
+    from aiokafka import errors
+    from aiokafka.conn import create_conn
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    kwargs = {key: client_kwargs[key] for key in _PROBE_CONNECTION_KWARGS if key in client_kwargs}
+    stage: ProbeStage = "handshake"
+    conn = None
+    try:
+        conn = await create_conn(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
+        stage = "metadata"
+        await conn.send(MetadataRequest([]))
+    except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
+        return ProbeFailure("timeout", stage, "no answer")
+    except errors.SaslAuthenticationFailed as failure:
+        return ProbeFailure("authentication", stage, _broker_message(failure))
+    except (errors.UnsupportedSaslMechanismError, errors.IllegalSaslStateError) as failure:
+        return ProbeFailure("mechanism", stage, _broker_message(failure))
+    except ssl.SSLError as failure:
+        return ProbeFailure("tls", stage, str(failure))
+    except (errors.KafkaConnectionError, ConnectionError, EOFError) as failure:
+        return ProbeFailure("closed", stage, str(failure) or type(failure).__name__)
+    except (errors.KafkaError, OSError) as failure:
+        return ProbeFailure("other", stage, f"{type(failure).__name__}: {failure}")
+    finally:
+        if conn is not None:
+            conn.close()
+    return None
+
+
+def _broker_message(error: BaseException) -> str:
+    """The broker's own words from an aiokafka error, without aiokafka's class-name prefix."""
+    text = error.args[0] if error.args and isinstance(error.args[0], str) else ""
+    return text or getattr(error, "description", "") or type(error).__name__
+
+
+async def topic_errors(client: Any, topics: list[str]) -> dict[str, int]:
+    """Kafka's error code per topic from a Metadata request naming them, without auto-creating any:
+    0 exists, 3 UNKNOWN_TOPIC_OR_PARTITION, 29 TOPIC_AUTHORIZATION_FAILED (no DESCRIBE), ...
+
+    The all-topics metadata the consumer refreshes silently leaves out topics the principal may not
+    see, so only a request naming them tells "missing" from "not allowed".
+    """
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    response = await client.send(any_node(client), MetadataRequest(topics, allow_auto_topic_creation=False))
+    return {str(row[1]): int(row[0]) for row in response.topics}  # every version: (error_code, name, ...)
+
+
+def broker_addresses(client: Any) -> dict[int, str]:
+    """Every broker in the client's current metadata: node id -> "host:port"."""
+    return {int(b.nodeId): f"{b.host}:{b.port}" for b in client.cluster.brokers()}
+
+
+def live_nodes(client: Any) -> set[int]:
+    """Node ids to which the client holds an open connection right now (any connection group)."""
+    return {
+        node for (node, _), conn in list(client._conns.items()) if isinstance(node, int) and conn.connected()
+    }
+
+
+async def reconnect(client: Any, node_id: int) -> bool:
+    """Ask the client to connect to ``node_id`` now (a no-op when connected); True when it is."""
+    ready: bool = await client.ready(node_id)
+    return ready
+
+
+def fetcher_client(consumer: Any) -> Any:
+    """The ``AIOKafkaClient`` inside an ``AIOKafkaConsumer`` (it fetches over its own connections)."""
+    return consumer._client
+
+
+class AiokafkaNoise(NamedTuple):
+    """An aiokafka log record recognised as a symptom: a broker it cannot reach, or a topic it lost.
+
+    ``kind`` is "connection" (``node_ids`` failed, ``cause`` says how; ``address`` when the error names
+    one) or "topic" (``topic`` missing from metadata, or ``unauthorized``).
+    """
+
+    kind: Literal["connection", "topic"]
+    node_ids: tuple[int, ...] = ()
+    cause: str = ""
+    address: str | None = None
+    topic: str | None = None
+    unauthorized: bool = False
+
+
+_CONNECT_FAILED = "Unable connect to node with id %s: %s"
+_METADATA_FAILED = "Unable to update metadata from %s"
+_METADATA_REQUEST_FAILED = "Unable to request metadata from node with id %s: %r"
+_FETCH_FAILED = ("Failed fetch messages from %s: %s", "Failed fetch offsets from %s: %s")
+_TOPIC_NOT_FOUND = "Topic %s not found in cluster metadata"
+_TOPIC_NOT_AUTHORIZED = "Topic %s is not authorized for this client"
+_ADDRESS_IN_ERROR = re.compile(r"\('([^']+)', (\d+)\)|at ([^\s:]+):(\d+)")
+
+NOISY_LOGGERS = ("aiokafka", "aiokafka.consumer.fetcher", "aiokafka.cluster")
+"""The loggers whose records :func:`classify_record` knows (a logger's filters see only its own records)."""
+
+
+def classify_record(record: logging.LogRecord) -> AiokafkaNoise | None:
+    """What an aiokafka 0.14 log record means, or None when it is none of the floods we fold.
+
+    While a broker is down aiokafka repeats these about 40 times a second (connect, metadata and fetch
+    failures); a deleted topic under an assigned partition repeats "not found" about 100 times a second.
+    """
+    from aiokafka import errors
+
+    args: tuple[Any, ...] = record.args if isinstance(record.args, tuple) else ()
+    try:
+        if record.name == "aiokafka" and record.msg in (_CONNECT_FAILED, _METADATA_REQUEST_FAILED):
+            return _connection_noise([args[0]], args[1])
+        if record.name == "aiokafka" and record.msg == _METADATA_FAILED:
+            return _connection_noise(list(args[0]), "metadata update failed")
+        if record.name == "aiokafka.consumer.fetcher" and record.msg in _FETCH_FAILED:
+            connection_errors = (
+                errors.KafkaConnectionError,
+                errors.NodeNotReadyError,
+                errors.RequestTimedOutError,
+            )
+            if isinstance(args[1], connection_errors):
+                return _connection_noise([args[0]], args[1])
+        if record.name == "aiokafka.cluster" and record.msg in (_TOPIC_NOT_FOUND, _TOPIC_NOT_AUTHORIZED):
+            return AiokafkaNoise(
+                "topic", topic=str(args[0]), unauthorized=record.msg == _TOPIC_NOT_AUTHORIZED
+            )
+    except (IndexError, TypeError, ValueError):
+        return None
+    return None
+
+
+def _connection_noise(nodes: list[Any], error: object) -> AiokafkaNoise | None:
+    node_ids = tuple(int(node) for node in nodes if isinstance(node, int) or str(node).isdigit())
+    if not node_ids:
+        return None
+    cause = str(error) if not isinstance(error, str) else error
+    if isinstance(error, BaseException) and not str(error):
+        cause = type(error).__name__
+    match = _ADDRESS_IN_ERROR.search(cause)
+    address = None
+    if match:
+        host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        address = f"{host}:{port}"
+    return AiokafkaNoise("connection", node_ids=node_ids, cause=cause, address=address)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from staticconsumer import _aiokafka
+from staticconsumer.connection import bootstrap
 from staticconsumer.errors import (
     BrokerError,
     CoordinatorLoadInProgressError,
@@ -267,10 +268,12 @@ class GroupAdmin:
         return cls(admin_settings(environ, prefix, **overrides), api_timeout_ms=api_timeout_ms)
 
     async def start(self) -> GroupAdmin:
+        """Connect; a typed ``BrokerConnectionError`` says why not, within the smaller of
+        request.timeout.ms and ``api_timeout_ms`` (the CLI's ``--timeout-ms``)."""
         if self._client is None:
             client = _aiokafka.new_client(**self.settings.aiokafka_client_kwargs())
             try:
-                await client.bootstrap()
+                await bootstrap(client, self.settings, timeout_ms=self.api_timeout_ms)
             except BaseException:
                 await client.close()
                 raise

@@ -329,10 +329,12 @@ async def _admin_command(args: argparse.Namespace) -> int:
 
 def _run_admin(args: argparse.Namespace) -> int:
     """Exit codes: 0 done, 1 the answer is "no" (a member not removed, no such group), 2 could not ask."""
-    from staticconsumer.errors import StaticConsumerError
+    from staticconsumer.errors import BrokerConnectionError, StaticConsumerError
 
     try:
         return asyncio.run(_admin_command(args))
+    except BrokerConnectionError as error:  # says why, server by server
+        print(f"error: cannot reach Kafka: {type(error).__name__}: {error}", file=sys.stderr)
     except StaticConsumerError as error:
         print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
     except Exception as error:  # aiokafka's connection and authentication errors

@@ -369,3 +369,70 @@ def raise_for_code(code: int, message: str | None = None) -> None:
     if cls.code != code:
         message = f"unrecognised broker error code {code}" + (f": {message}" if message else "")
     raise cls(message)
+
+
+# -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionAttempt:
+    """What happened at one bootstrap server, phrased for the operator (never holds a secret).
+
+    ``outcome`` is one of ``refused``, ``unresolvable``, ``unreachable``, ``connect-timeout``,
+    ``no-answer``, ``closed``, ``tls``, ``authentication``, ``error``.
+    """
+
+    address: str
+    outcome: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.address}: {self.detail}"
+
+
+class BrokerConnectionError(StaticConsumerError):
+    """No bootstrap server could be used; ``attempts`` says what happened at each, one line per server."""
+
+    def __init__(self, summary: str, attempts: Sequence[ConnectionAttempt]) -> None:
+        self.summary = summary
+        self.attempts = tuple(attempts)
+        listing = "".join(f"\n  - {attempt}" for attempt in self.attempts)
+        super().__init__(summary + listing)
+
+
+class BrokerUnreachableError(BrokerConnectionError, ConnectionError):
+    """Nothing took the TCP connection: nothing listening, an unknown host, no route, or a dropped SYN."""
+
+
+class BrokerNotRespondingError(BrokerConnectionError, TimeoutError):
+    """A server took the TCP connection but sent no Kafka answer within ``timeout_ms``."""
+
+    def __init__(self, summary: str, attempts: Sequence[ConnectionAttempt], timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        super().__init__(summary, attempts)
+
+
+class BrokerHandshakeError(BrokerConnectionError, ConnectionError):
+    """The broker answered but the connection failed in TLS or before authenticating: almost always a
+    ``security.protocol`` that is not the listener's (TLS against plaintext, plaintext against SASL...)."""
+
+
+class AuthenticationFailedError(BrokerConnectionError):
+    """The broker refused the SASL credentials or mechanism; ``mechanism`` and ``username`` say which
+    (the password never appears). Retrying cannot help: fix the credentials or the broker's users."""
+
+    def __init__(
+        self, summary: str, attempts: Sequence[ConnectionAttempt], mechanism: str, username: str | None
+    ) -> None:
+        self.mechanism = mechanism
+        self.username = username
+        super().__init__(summary, attempts)
+
+
+class MissingTopicsError(StaticConsumerError):
+    """Subscribed topics do not exist (or the principal may not see them) and
+    ``staticconsumer.fail.on.missing.topics`` asks to fail rather than wait for them."""
+
+    def __init__(self, topics: Sequence[str], message: str) -> None:
+        self.topics = tuple(topics)
+        super().__init__(message)

@@ -1,0 +1,39 @@
+"""Connecting to Kafka with failures that say why, and watching the connection afterwards.
+
+- :func:`bootstrap` replaces ``client.bootstrap()``: every bootstrap server probed at once, bounded by
+  ``request.timeout.ms``, and a typed error naming each server's fate (nothing listening, silent server,
+  refused credentials, wrong security protocol).
+- :func:`check_access` finds missing ACLs at start and names them; it also reports missing topics.
+- :class:`ConnectionMonitor` folds aiokafka's per-retry ERROR lines into one WARNING per broker state
+  change and exposes :class:`ConnectionState`.
+- :class:`MissingTopics` warns, with backoff, about subscribed topics that do not exist, or fails.
+
+See docs/connection.md.
+"""
+
+from staticconsumer.connection.access import (
+    AccessReport,
+    acl_hint,
+    check_access,
+    group_authorization_error,
+    principal_of,
+    topic_authorization_error,
+)
+from staticconsumer.connection.bootstrapping import bootstrap
+from staticconsumer.connection.monitor import BrokerOutage, ConnectionMonitor, ConnectionState
+from staticconsumer.connection.topics import MissingTopics, TopicsChange
+
+__all__ = [
+    "AccessReport",
+    "BrokerOutage",
+    "ConnectionMonitor",
+    "ConnectionState",
+    "MissingTopics",
+    "TopicsChange",
+    "acl_hint",
+    "bootstrap",
+    "check_access",
+    "group_authorization_error",
+    "principal_of",
+    "topic_authorization_error",
+]

@@ -1,0 +1,165 @@
+"""Check at start that the principal may consume, and say which ACL is missing when it may not.
+
+Without this, a consumer that lacks ``READ`` on its group fails later with a bare
+``GROUP_AUTHORIZATION_FAILED (30)``, and one that may not even ``DESCRIBE`` its topic waits forever,
+because the all-topics metadata the consumer refreshes silently leaves such topics out. The Java client
+is no clearer. :func:`check_access` asks the brokers directly, once, and raises the existing typed
+errors (:class:`TopicAuthorizationFailedError`, :class:`GroupAuthorizationFailedError`) with the
+resource, the ACL operation and the ``kafka-acls`` line that grants it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from staticconsumer import _aiokafka
+from staticconsumer.errors import (
+    BrokerError,
+    DecodeError,
+    ErrorCode,
+    GroupAuthorizationFailedError,
+    ProtocolError,
+    TopicAuthorizationFailedError,
+)
+from staticconsumer.protocol import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from staticconsumer.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ACL_READ = 3
+"""Kafka's AclOperation code for READ; bit ``1 << 3`` of an ``authorized_operations`` field."""
+
+
+@dataclass(frozen=True, slots=True)
+class AccessReport:
+    """What :func:`check_access` learnt without failing: topics that do not exist (yet), and whether
+    the group check could run (False when the coordinator was not ready, for example)."""
+
+    missing_topics: frozenset[str]
+    group_checked: bool
+
+
+def principal_of(settings: Settings) -> str:
+    """The principal the brokers most likely see, for ACL hints (Kafka's default principal builder)."""
+    if settings.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return f"User:{settings.sasl_username}"
+    if settings.security_protocol == "SSL" and settings.ssl_certificate_location:
+        return "User:<the distinguished name of your client certificate>"
+    return "User:ANONYMOUS"
+
+
+def acl_hint(settings: Settings, operation: str, resource_type: str, name: str) -> str:
+    """``<principal> needs <OPERATION> on <Type>:<name>`` and the command that grants it."""
+    principal = principal_of(settings)
+    flag = {"Topic": "--topic", "Group": "--group"}[resource_type]
+    return (
+        f"{principal} needs {operation} on {resource_type}:{name} (grant it with: kafka-acls "
+        f"--bootstrap-server <broker> --add --allow-principal '{principal}' --operation {operation} "
+        f"{flag} '{name}')"
+    )
+
+
+def topic_authorization_error(settings: Settings, topics: Collection[str], also: str = "") -> BrokerError:
+    """TOPIC_AUTHORIZATION_FAILED for ``topics``, naming the READ ACL a consumer needs on each."""
+    hints = "; ".join(acl_hint(settings, "READ", "Topic", topic) for topic in sorted(topics))
+    return TopicAuthorizationFailedError(f"not allowed to consume {', '.join(sorted(topics))}: {hints}{also}")
+
+
+def group_authorization_error(settings: Settings, group_id: str, detail: str = "") -> BrokerError:
+    """GROUP_AUTHORIZATION_FAILED for ``group_id``, naming the READ ACL that joining and committing need."""
+    prefix = f"{detail}; " if detail else ""
+    return GroupAuthorizationFailedError(
+        f"not allowed to join group {group_id!r}: {prefix}{acl_hint(settings, 'READ', 'Group', group_id)}"
+    )
+
+
+async def check_access(
+    client: Any,
+    settings: Settings,
+    *,
+    topics: Collection[str] = (),
+    group_id: str | None = None,
+    timeout_ms: int | None = None,
+) -> AccessReport:
+    """Raise now, with the missing ACLs named, when ``settings``' principal may not consume ``topics``
+    (explicit subscriptions; a pattern needs no check) in ``group_id``; report topics that do not exist.
+
+    Needs a bootstrapped ``client``. One Metadata request naming the topics, FindCoordinator, and
+    DescribeGroups with authorized operations: a principal without READ on the group is caught even
+    when it may DESCRIBE it. Connection trouble or a coordinator that is not ready skips the check
+    (the membership loop retries and reports those); the whole check is bounded by request.timeout.ms.
+    """
+    limit = (settings.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+    missing: frozenset[str] = frozenset()
+    denied_topics: list[str] = []
+    group_problem: str | None = None
+    group_checked = False
+    try:
+        async with asyncio.timeout(limit):
+            if topics:
+                codes = await _aiokafka.topic_errors(client, sorted(set(topics)))
+                missing = frozenset(t for t, c in codes.items() if c == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                denied_topics = sorted(
+                    t for t, c in codes.items() if c == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                )
+            if group_id is not None:
+                group_problem, group_checked = await _group_access(client, group_id)
+    except (TimeoutError, ProtocolError) as error:
+        log.info("access check skipped: %s", error or type(error).__name__)
+    except Exception as error:
+        if not _aiokafka.is_connection_failure(error):
+            raise
+        log.info("access check skipped: %r", error)
+    if denied_topics:
+        also = ""
+        if group_problem is not None and group_id is not None:
+            also = "; and " + acl_hint(settings, "READ", "Group", group_id)
+        raise topic_authorization_error(settings, denied_topics, also)
+    if group_problem is not None and group_id is not None:
+        raise group_authorization_error(settings, group_id, group_problem)
+    return AccessReport(missing, group_checked)
+
+
+async def _group_access(client: Any, group_id: str) -> tuple[str | None, bool]:
+    """(what is wrong with our access to the group or None, whether the check could be made)."""
+    found = await _aiokafka.send(
+        client,
+        _aiokafka.any_node(client),
+        FindCoordinatorRequest(key=group_id),
+        coordination=False,
+        max_version=3,
+    )
+    coordinator = found.response_as(FindCoordinatorResponse)
+    if coordinator.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+        return "the brokers refuse even DESCRIBE (FindCoordinator)", True
+    if coordinator.error_code != ErrorCode.NONE:
+        return None, False
+    try:
+        described = await _aiokafka.send(
+            client,
+            coordinator.node_id,
+            DescribeGroupsRequest(groups=[group_id], include_authorized_operations=True),
+            coordination=False,
+        )
+    except (ProtocolError, DecodeError):
+        return None, False  # a broker before DescribeGroups v3 cannot say; the join will
+    group = next(iter(described.response_as(DescribeGroupsResponse).groups), None)
+    if group is None:
+        return None, False
+    if group.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+        return "the brokers refuse even DESCRIBE (DescribeGroups)", True
+    if group.error_code != ErrorCode.NONE or group.authorized_operations == AUTHORIZED_OPERATIONS_OMITTED:
+        return None, False
+    if not group.authorized_operations & (1 << ACL_READ):
+        return "DESCRIBE is allowed but READ is not", True
+    return None, True

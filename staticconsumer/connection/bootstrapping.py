@@ -1,0 +1,226 @@
+"""Bootstrap that says why not: one typed error, within one request timeout, naming each server's fate.
+
+aiokafka's ``client.bootstrap()`` tries the servers one after the other, logs each failure as an ERROR
+line and then raises ``KafkaConnectionError("Unable to bootstrap from [...]")``: the cause (refused,
+silent, wrong password) is only in the log, and a silent server costs a full request timeout per entry.
+:func:`bootstrap` probes every server at once, sorts the failures into what an operator can act on, and
+bootstraps the client from the first server that really answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from typing import Any
+
+from staticconsumer import _aiokafka
+from staticconsumer.errors import (
+    AuthenticationFailedError,
+    BrokerConnectionError,
+    BrokerHandshakeError,
+    BrokerNotRespondingError,
+    BrokerUnreachableError,
+    ConnectionAttempt,
+)
+from staticconsumer.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None = None) -> str:
+    """Bootstrap ``client`` (an ``AIOKafkaClient`` built from ``settings.aiokafka_client_kwargs()``) and
+    return the ``host:port`` that answered; call it instead of ``await client.bootstrap()``.
+
+    Every bootstrap server is probed at once (TCP, TLS, ApiVersions, SASL, a Metadata request), so the
+    whole call takes at most ``request.timeout.ms``, or ``timeout_ms`` when that is smaller (the CLI's
+    ``--timeout-ms``), however many servers are listed. When none answers it raises, in this order of
+    precedence across the servers: :class:`AuthenticationFailedError`, :class:`BrokerHandshakeError`,
+    :class:`BrokerNotRespondingError`, :class:`BrokerUnreachableError`; each lists every server's outcome.
+    """
+    limit_ms = (
+        settings.request_timeout_ms if timeout_ms is None else min(timeout_ms, settings.request_timeout_ms)
+    )
+    limit_ms = max(limit_ms, 1)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_ms / 1000
+    addresses = _aiokafka.bootstrap_addresses(client)
+    client_kwargs = settings.aiokafka_client_kwargs()
+    probes = {
+        asyncio.create_task(_probe(host, port, settings, client_kwargs, deadline, limit_ms)): (host, port)
+        for host, port in addresses
+    }
+    attempts: list[ConnectionAttempt] = []
+    answered: tuple[str, int] | None = None
+    pending = set(probes)
+    try:
+        while pending and answered is None:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                attempt = task.result()
+                if attempt is None and answered is None:
+                    answered = probes[task]
+                elif attempt is not None:
+                    attempts.append(attempt)
+    finally:
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if answered is None:
+        raise _failure(settings, _in_listed_order(attempts, settings.bootstrap_servers), limit_ms)
+    for attempt in attempts:
+        log.info("bootstrap server %s", attempt)
+    host, port = answered
+    try:
+        async with asyncio.timeout(max(deadline - loop.time(), 0) + limit_ms / 1000):
+            await _aiokafka.bootstrap_from(client, host, port)
+    except Exception as error:
+        detail = f"answered a probe, then failed to bootstrap: {type(error).__name__}: {error}"
+        raise BrokerConnectionError(
+            "the bootstrap server stopped answering", [ConnectionAttempt(f"{host}:{port}", "error", detail)]
+        ) from error
+    return f"{host}:{port}"
+
+
+def _in_listed_order(attempts: list[ConnectionAttempt], servers: tuple[str, ...]) -> list[ConnectionAttempt]:
+    """As the operator listed them in bootstrap.servers (aiokafka shuffles its copy)."""
+    order = {}
+    for index, server in enumerate(servers):
+        host, _, port = server.rpartition(":")
+        order[f"{host.strip('[]')}:{port}"] = index
+    return sorted(attempts, key=lambda attempt: order.get(attempt.address, len(order)))
+
+
+async def _probe(
+    host: str, port: int, settings: Settings, client_kwargs: dict[str, Any], deadline: float, limit_ms: int
+) -> ConnectionAttempt | None:
+    """None when this server answered as a Kafka broker should; else what went wrong there."""
+    address = f"{host}:{port}"
+    try:
+        async with asyncio.timeout_at(deadline):
+            _, writer = await asyncio.open_connection(host, port)
+    except socket.gaierror as error:
+        return ConnectionAttempt(
+            address,
+            "unresolvable",
+            f"cannot resolve host {host!r} ({error.strerror}); check bootstrap.servers",
+        )
+    except ConnectionRefusedError:
+        return ConnectionAttempt(
+            address,
+            "refused",
+            "nothing is listening there (connection refused): is the broker running, and is this the port "
+            "of one of its listeners?",
+        )
+    except TimeoutError:
+        return ConnectionAttempt(
+            address,
+            "connect-timeout",
+            f"no TCP connection within {limit_ms} ms: the host is down, or a firewall drops the packets",
+        )
+    except OSError as error:
+        return ConnectionAttempt(address, "unreachable", f"cannot connect: {error.strerror or error}")
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    remaining_ms = max(int((deadline - asyncio.get_running_loop().time()) * 1000), 1)
+    try:
+        async with asyncio.timeout_at(deadline):
+            failure = await _aiokafka.probe_broker(
+                host, port, request_timeout_ms=remaining_ms, client_kwargs=client_kwargs
+            )
+    except TimeoutError:
+        failure = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")
+    if failure is None:
+        return None
+    return _attempt(address, failure, settings, limit_ms)
+
+
+def _attempt(
+    address: str, failure: _aiokafka.ProbeFailure, settings: Settings, limit_ms: int
+) -> ConnectionAttempt:
+    protocol = settings.security_protocol
+    if failure.kind == "timeout":
+        what = "the Kafka handshake" if failure.stage == "handshake" else "a Metadata request"
+        return ConnectionAttempt(
+            address,
+            "no-answer",
+            f"accepted the TCP connection but did not answer {what} within {limit_ms} ms: is this a Kafka "
+            f"listener, and does it speak security.protocol {protocol}?",
+        )
+    if failure.kind == "authentication":
+        return ConnectionAttempt(
+            address,
+            "authentication",
+            f"SASL {settings.sasl_mechanism} authentication as user {settings.sasl_username!r} was refused: "
+            f"{_without_password(failure.message, settings)}",
+        )
+    if failure.kind == "mechanism":
+        return ConnectionAttempt(
+            address,
+            "authentication",
+            f"the broker does not accept SASL mechanism {settings.sasl_mechanism} on this listener "
+            f"(user {settings.sasl_username!r}): {_without_password(failure.message, settings)}",
+        )
+    if failure.kind == "tls":
+        return ConnectionAttempt(
+            address,
+            "tls",
+            f"TLS failed ({failure.message}): with security.protocol {protocol}, is this a TLS listener and "
+            "does ssl.ca.location hold the CA that signed its certificate?",
+        )
+    if failure.kind == "closed":
+        return ConnectionAttempt(address, "closed", _closed_hint(failure, protocol))
+    return ConnectionAttempt(
+        address, "error", f"unexpected failure during {failure.stage}: {failure.message}"
+    )
+
+
+def _closed_hint(failure: _aiokafka.ProbeFailure, protocol: str) -> str:
+    if failure.stage == "metadata" and protocol not in _SASL_PROTOCOLS:
+        guess = "the listener probably requires SASL (security.protocol SASL_PLAINTEXT or SASL_SSL)"
+    elif protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        guess = "the listener probably expects TLS (security.protocol SSL or SASL_SSL)"
+    else:
+        guess = "the listener probably is not what security.protocol says"
+    return (
+        f"the broker closed the connection during {failure.stage} with security.protocol {protocol}: {guess}"
+    )
+
+
+def _without_password(text: str, settings: Settings) -> str:
+    """Brokers do not echo passwords, but a message we did not write is scrubbed anyway."""
+    if settings.sasl_password is not None and settings.sasl_password.reveal():
+        text = text.replace(settings.sasl_password.reveal(), "***")
+    return text
+
+
+def _failure(settings: Settings, attempts: list[ConnectionAttempt], limit_ms: int) -> BrokerConnectionError:
+    servers = ", ".join(attempt.address for attempt in attempts)
+    outcomes = {attempt.outcome for attempt in attempts}
+    if "authentication" in outcomes:
+        user = settings.sasl_username
+        return AuthenticationFailedError(
+            f"SASL authentication failed: the broker refused mechanism {settings.sasl_mechanism} for user "
+            f"{user!r}; check sasl.mechanism, sasl.username and sasl.password (not shown) and that the "
+            "user exists on the brokers for this mechanism",
+            attempts,
+            settings.sasl_mechanism,
+            user,
+        )
+    if outcomes & {"tls", "closed", "error"}:
+        return BrokerHandshakeError(
+            f"connected to {servers} but the connection failed before Kafka could answer; check "
+            f"security.protocol ({settings.security_protocol}) against the broker's listener",
+            attempts,
+        )
+    if "no-answer" in outcomes:
+        return BrokerNotRespondingError(
+            f"no Kafka answer from the bootstrap servers within {limit_ms} ms", attempts, limit_ms
+        )
+    return BrokerUnreachableError(f"cannot reach any bootstrap server ({servers})", attempts)

@@ -1,0 +1,316 @@
+"""One WARNING per broker state change instead of aiokafka's ERROR flood, and the state as a value.
+
+While a broker is down, aiokafka logs about 40 ERROR lines a second ("Unable connect to node...",
+"Unable to update metadata...", "Failed fetch messages...") and ``getmany`` keeps returning ``{}``, so
+the one fact that matters (the broker is unreachable, since when, and whether it came back) drowns.
+:class:`ConnectionMonitor` folds those records: the first one for a broker becomes one WARNING, the rest
+are counted, and the broker coming back is one more WARNING with the outage's length and the count.
+Its :attr:`~ConnectionMonitor.state` is what ``consumer.connection_state`` reports.
+
+Records are recognised by :func:`staticconsumer._aiokafka.classify_record` and claimed by a monitor only
+for brokers of the clients it watches; records nobody claims pass through untouched, so aiokafka used
+elsewhere in the process logs as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from staticconsumer import _aiokafka
+
+log = logging.getLogger(__name__)
+
+
+class ConnectionState(enum.Enum):
+    """How much of the cluster the consumer can reach."""
+
+    CONNECTED = "connected"
+    """Every broker the consumer uses answers (or nothing has failed since the start)."""
+    DEGRADED = "degraded"
+    """Some brokers are unreachable: partitions they lead are not fetched, requests to them retry."""
+    DISCONNECTED = "disconnected"
+    """No known broker is reachable: nothing is fetched or committed until one comes back."""
+
+
+@dataclass(slots=True)
+class BrokerOutage:
+    """One unreachable broker: since when (monotonic seconds), the first cause, records folded since."""
+
+    address: str
+    node_id: int
+    since: float
+    cause: str
+    suppressed: int = 0
+
+
+class ConnectionMonitor:
+    """Watches aiokafka clients' brokers through aiokafka's own failure records; see the module doc.
+
+    ``monitor.watch(client)`` for each ``AIOKafkaClient`` (the consumer's and its fetcher's),
+    ``monitor.install()`` to start folding records, ``await monitor.run()`` in a task to notice recovery
+    (it also asks the client to reconnect, with backoff, so a broker nobody sends to is noticed too),
+    ``monitor.close()`` at stop. Thread-safe: aiokafka may log from another thread's event loop.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        logger: logging.Logger = log,
+        clock: Callable[[], float] = time.monotonic,
+        on_change: Callable[[ConnectionState], None] | None = None,
+        reconnect_backoff_s: float = 1.0,
+        reconnect_backoff_max_s: float = 30.0,
+    ) -> None:
+        self.name = name
+        self._logger = logger
+        self._clock = clock
+        self._on_change = on_change
+        self._lock = threading.Lock()
+        self._clients: list[Any] = []
+        self._outages: dict[str, BrokerOutage] = {}
+        self._state = ConnectionState.CONNECTED
+        self._backoff = (reconnect_backoff_s, reconnect_backoff_max_s)
+        self._next_reconnect: dict[str, tuple[float, float]] = {}
+        self._installed = False
+
+    # -- what the consumer reads --------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    @property
+    def outages(self) -> dict[str, BrokerOutage]:
+        """Unreachable brokers by ``host:port`` (a copy)."""
+        with self._lock:
+            return {address: _copy(outage) for address, outage in self._outages.items()}
+
+    # -- wiring -------------------------------------------------------------------------------------
+
+    def watch(self, client: Any) -> None:
+        """Claim failure records for this ``AIOKafkaClient``'s brokers and check them for recovery."""
+        with self._lock:
+            if client not in self._clients:
+                self._clients.append(client)
+
+    def install(self) -> None:
+        """Start folding aiokafka's failure records (process-wide filter, shared by all monitors)."""
+        if not self._installed:
+            _NoiseFilter.register(self)
+            self._installed = True
+
+    def close(self) -> None:
+        """Stop folding; a broker still down is logged as such one last time."""
+        if self._installed:
+            _NoiseFilter.unregister(self)
+            self._installed = False
+        with self._lock:
+            pending = [o for o in self._outages.values() if o.suppressed]
+            self._clients.clear()
+        for outage in pending:
+            self._logger.warning(
+                "%s: stopping while Kafka broker %s (node %d) is still unreachable (%d more connection "
+                "errors since the last report)",
+                self.name,
+                outage.address,
+                outage.node_id,
+                outage.suppressed,
+            )
+
+    async def run(self, client: Any | None = None, interval_s: float = 0.5) -> None:
+        """Until cancelled: notice brokers that answer again, and ask the clients to reconnect to the
+        unreachable ones with backoff (reconnect failures are folded like any other).
+
+        A client may only be driven from its own event loop: with clients on several loops (the
+        membership thread's and the application's), run one ``run(client)`` on each loop.
+        """
+        reconnects: set[asyncio.Task[bool]] = set()
+        try:
+            while True:
+                for owner, node_id in self._due_reconnects(client):
+                    task = asyncio.create_task(_aiokafka.reconnect(owner, node_id))
+                    reconnects.add(task)
+                    task.add_done_callback(reconnects.discard)
+                self.check_recovery()
+                await asyncio.sleep(interval_s)
+        finally:
+            for task in list(reconnects):
+                task.cancel()
+            for task in list(reconnects):
+                with contextlib.suppress(BaseException):
+                    await task
+
+    # -- transitions (also callable directly, e.g. by the consumer on its own request failures) ------
+
+    def failed(self, node_id: int, address: str, cause: str) -> None:
+        """A connection to ``address`` failed: the first failure of an outage is logged, the rest counted."""
+        with self._lock:
+            outage = self._outages.get(address)
+            if outage is not None:
+                outage.suppressed += 1
+                return
+            self._outages[address] = BrokerOutage(address, node_id, self._clock(), cause)
+            self._next_reconnect[address] = (self._clock() + self._backoff[0], self._backoff[0])
+            state, changed = self._restate()
+            known = self._known_addresses()
+        down = len(self._outages)
+        self._logger.warning(
+            "%s: Kafka broker %s (node %d) is unreachable: %s. The consumer keeps retrying and resumes "
+            "when it is back; until then, repeats of this error are not logged (%d of %d known brokers "
+            "unreachable, connection state %s)",
+            self.name,
+            address,
+            node_id,
+            cause,
+            down,
+            max(len(known), down),
+            state.value,
+        )
+        if changed and self._on_change is not None:
+            self._on_change(state)
+
+    def recovered(self, address: str) -> None:
+        """``address`` answers again: logged once with the outage's length and how much was folded."""
+        with self._lock:
+            outage = self._outages.pop(address, None)
+            self._next_reconnect.pop(address, None)
+            if outage is None:
+                return
+            state, changed = self._restate()
+        self._logger.warning(
+            "%s: Kafka broker %s (node %d) is reachable again after %.1f s (%d connection errors were not "
+            "logged); connection state %s",
+            self.name,
+            address,
+            outage.node_id,
+            self._clock() - outage.since,
+            outage.suppressed,
+            state.value,
+        )
+        if changed and self._on_change is not None:
+            self._on_change(state)
+
+    def check_recovery(self) -> None:
+        """Mark recovered every unreachable broker to which a watched client has a live connection."""
+        with self._lock:
+            clients = list(self._clients)
+            down = {o.node_id: o.address for o in self._outages.values()}
+        if not down:
+            return
+        back: set[str] = set()
+        for client in clients:
+            addresses = _aiokafka.broker_addresses(client)
+            back.update(
+                down[node]
+                for node in _aiokafka.live_nodes(client)
+                if node in down and addresses.get(node) == down[node]
+            )
+        for address in back:
+            self.recovered(address)
+
+    # -- record folding -----------------------------------------------------------------------------
+
+    def claim(self, noise: _aiokafka.AiokafkaNoise) -> bool:
+        """Whether this record is about one of our brokers (then it is folded here, not logged)."""
+        if noise.kind != "connection":
+            return False
+        with self._lock:
+            clients = list(self._clients)
+        ours: dict[int, str] = {}
+        for client in clients:
+            ours.update(_aiokafka.broker_addresses(client))
+        nodes = [n for n in noise.node_ids if n in ours and noise.address in (None, ours[n])]
+        if not nodes:
+            return False
+        for node in nodes:
+            self.failed(node, ours[node], noise.cause)
+        return True
+
+    def _due_reconnects(self, only: Any | None) -> list[tuple[Any, int]]:
+        """(client, node id) pairs whose reconnect backoff has run out; the backoff grows per broker."""
+        now = self._clock()
+        due: list[tuple[Any, int]] = []
+        with self._lock:
+            clients = [c for c in self._clients if only is None or c is only]
+            for address, (at, wait) in list(self._next_reconnect.items()):
+                if now < at:
+                    continue
+                outage = self._outages[address]
+                owner = next(
+                    (c for c in clients if _aiokafka.broker_addresses(c).get(outage.node_id) == address), None
+                )
+                if owner is None:
+                    continue
+                due.append((owner, outage.node_id))
+                grown = min(wait * 2, self._backoff[1])
+                self._next_reconnect[address] = (now + grown, grown)
+        return due
+
+    def _known_addresses(self) -> set[str]:
+        known: set[str] = set()
+        for client in self._clients:
+            known.update(_aiokafka.broker_addresses(client).values())
+        return known
+
+    def _restate(self) -> tuple[ConnectionState, bool]:
+        """Recompute the state under the lock; (new state, whether it changed)."""
+        known = self._known_addresses()
+        if not self._outages:
+            state = ConnectionState.CONNECTED
+        elif known and not known - set(self._outages):
+            state = ConnectionState.DISCONNECTED
+        else:
+            state = ConnectionState.DEGRADED
+        changed, self._state = state is not self._state, state
+        return state, changed
+
+
+def _copy(outage: BrokerOutage) -> BrokerOutage:
+    return BrokerOutage(outage.address, outage.node_id, outage.since, outage.cause, outage.suppressed)
+
+
+class _NoiseFilter(logging.Filter):
+    """The one process-wide filter on aiokafka's loggers: offers each recognised record to the monitors."""
+
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _monitors: ClassVar[list[ConnectionMonitor]] = []
+    _instance: ClassVar[_NoiseFilter | None] = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        noise = _aiokafka.classify_record(record)
+        if noise is None:
+            return True
+        with _NoiseFilter._lock:
+            monitors = list(_NoiseFilter._monitors)
+        claimed = False
+        for monitor in monitors:
+            claimed = monitor.claim(noise) or claimed
+        return not claimed
+
+    @classmethod
+    def register(cls, monitor: ConnectionMonitor) -> None:
+        with cls._lock:
+            cls._monitors.append(monitor)
+            if cls._instance is None:
+                cls._instance = cls()
+                for name in _aiokafka.NOISY_LOGGERS:
+                    logging.getLogger(name).addFilter(cls._instance)
+
+    @classmethod
+    def unregister(cls, monitor: ConnectionMonitor) -> None:
+        with cls._lock:
+            if monitor in cls._monitors:
+                cls._monitors.remove(monitor)
+            if not cls._monitors and cls._instance is not None:
+                for name in _aiokafka.NOISY_LOGGERS:
+                    logging.getLogger(name).removeFilter(cls._instance)
+                cls._instance = None

@@ -1,0 +1,355 @@
+"""Connecting fails with a typed error that says why, within a bounded time, against real servers:
+nothing listening, a server that takes the TCP connection and never answers, a SASL broker refusing
+credentials or a mechanism, a listener spoken to with the wrong security protocol, and missing ACLs
+(Kafka's StandardAuthorizer). aiokafka alone says "Unable to bootstrap" for all of these."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+
+from staticconsumer import _aiokafka
+from staticconsumer.connection import bootstrap, check_access
+from staticconsumer.errors import (
+    AuthenticationFailedError,
+    BrokerHandshakeError,
+    BrokerNotRespondingError,
+    BrokerUnreachableError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+)
+from staticconsumer.settings import Settings
+from staticconsumer.testing import BrokerSettings, EmbeddedKafka, SaslSettings
+
+pytestmark = pytest.mark.kafka
+
+USERS = {"alice": "alice-secret-1", "bob": "bob-secret-2", "carol": "carol-secret-3", "dave": "dave-secret-4"}
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256")
+"""SCRAM-SHA-512 is left out on purpose: the broker must refuse it."""
+
+
+def _settings(bootstrap_servers: str, **fields: Any) -> Settings:
+    return Settings.from_env({}, bootstrap_servers=bootstrap_servers, group_id="g", **fields)
+
+
+async def _connect(settings: Settings, timeout_ms: int | None = None) -> tuple[Any, str]:
+    client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+    try:
+        answered = await bootstrap(client, settings, timeout_ms=timeout_ms)
+    except BaseException:
+        await client.close()
+        raise
+    return client, answered
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+async def silent_servers() -> AsyncIterator[list[str]]:
+    """Three servers that accept TCP connections and never send a byte."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def accept(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    servers = [await asyncio.start_server(accept, "127.0.0.1", 0) for _ in range(3)]
+    try:
+        yield [f"127.0.0.1:{s.sockets[0].getsockname()[1]}" for s in servers]
+    finally:
+        for writer in held:
+            writer.close()
+        for server in servers:
+            server.close()
+
+
+# -- nothing listening, silent servers ----------------------------------------------------------------
+
+
+async def test_nothing_listening_is_named_per_server_at_once() -> None:
+    ports = [_closed_port(), _closed_port()]
+    servers = ",".join(f"127.0.0.1:{p}" for p in ports) + ",no-such-host.invalid:9092"
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachableError) as raised:
+        await _connect(_settings(servers))
+    assert time.monotonic() - started < 5
+    error = raised.value
+    assert isinstance(error, ConnectionError)
+    assert [a.outcome for a in error.attempts] == ["refused", "refused", "unresolvable"]
+    assert [a.address for a in error.attempts] == [
+        *(f"127.0.0.1:{p}" for p in ports),
+        "no-such-host.invalid:9092",
+    ]
+    text = str(error)
+    assert f"127.0.0.1:{ports[0]}: nothing is listening there (connection refused)" in text
+    assert "cannot resolve host 'no-such-host.invalid'" in text
+
+
+async def test_silent_servers_cost_one_request_timeout_together(silent_servers: list[str]) -> None:
+    settings = _settings(",".join(silent_servers), request_timeout_ms=1500)
+    started = time.monotonic()
+    with pytest.raises(BrokerNotRespondingError) as raised:
+        await _connect(settings)
+    elapsed = time.monotonic() - started
+    assert 1.4 <= elapsed < 4, f"{elapsed:.1f}s for 3 silent servers: they must be probed at once"
+    error = raised.value
+    assert isinstance(error, TimeoutError)
+    assert error.timeout_ms == 1500
+    assert {a.outcome for a in error.attempts} == {"no-answer"}
+    assert "accepted the TCP connection but did not answer the Kafka handshake within 1500 ms" in str(error)
+
+
+async def test_a_smaller_timeout_bounds_the_bootstrap(silent_servers: list[str]) -> None:
+    started = time.monotonic()
+    with pytest.raises(BrokerNotRespondingError, match="within 700 ms"):
+        await _connect(_settings(silent_servers[0]), timeout_ms=700)
+    assert time.monotonic() - started < 3
+
+
+async def test_dead_and_silent_servers_do_not_delay_a_live_one(
+    kafka_broker: EmbeddedKafka, silent_servers: list[str]
+) -> None:
+    servers = f"127.0.0.1:{_closed_port()},{silent_servers[0]},{kafka_broker.bootstrap_servers}"
+    started = time.monotonic()
+    client, answered = await _connect(_settings(servers, request_timeout_ms=20_000))
+    try:
+        assert answered == kafka_broker.bootstrap_servers
+        assert time.monotonic() - started < 10, "a silent server must not cost its request timeout"
+        assert _aiokafka.broker_addresses(client), "the client has the cluster's metadata"
+        assert len(_aiokafka.bootstrap_addresses(client)) == 3, "its bootstrap list is restored"
+    finally:
+        await client.close()
+
+
+def test_the_cli_honours_timeout_ms_for_bootstrap_and_says_why() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        command = ["list-groups", "--bootstrap-server", address, "--timeout-ms", "1200"]
+        result = subprocess.run(
+            [sys.executable, "-m", "staticconsumer", *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        elapsed = time.monotonic() - started
+    assert result.returncode == 2
+    assert "BrokerNotRespondingError" in result.stderr
+    assert f"{address}: accepted the TCP connection but did not answer" in result.stderr
+    assert elapsed < 20, f"{elapsed:.1f}s: the 30 s request timeout must not apply"
+
+
+# -- SASL and ACLs -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sasl_kafka() -> Iterator[EmbeddedKafka]:
+    with EmbeddedKafka(
+        settings=BrokerSettings(sasl=SaslSettings(users=USERS, mechanisms=MECHANISMS))
+    ) as kafka:
+        yield kafka
+
+
+def _sasl(
+    kafka: EmbeddedKafka, user: str, mechanism: str, password: str | None = None, **fields: Any
+) -> Settings:
+    credentials = kafka.sasl_settings(user, mechanism)
+    if password is not None:
+        credentials["sasl_password"] = password
+    return _settings(kafka.bootstrap_servers, **credentials, **fields)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_a_wrong_password_names_mechanism_and_user_but_never_the_password(
+    sasl_kafka: EmbeddedKafka, mechanism: str
+) -> None:
+    settings = _sasl(sasl_kafka, "alice", mechanism, password="not-alices-password")
+    started = time.monotonic()
+    with pytest.raises(AuthenticationFailedError) as raised:
+        await _connect(settings)
+    assert time.monotonic() - started < 10
+    error = raised.value
+    assert (error.mechanism, error.username) == (mechanism, "alice")
+    text = str(error)
+    assert f"refused mechanism {mechanism} for user 'alice'" in text
+    assert f"SASL {mechanism} authentication as user 'alice' was refused: Authentication failed" in text
+    assert "not-alices-password" not in text
+    assert "not-alices-password" not in repr(error.attempts)
+    assert USERS["alice"] not in text
+
+
+async def test_an_unknown_user_is_an_authentication_failure(sasl_kafka: EmbeddedKafka) -> None:
+    settings = _settings(
+        sasl_kafka.bootstrap_servers,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_username="mallory",
+        sasl_password="guess",
+    )
+    with pytest.raises(AuthenticationFailedError, match="user 'mallory'"):
+        await _connect(settings)
+
+
+async def test_a_mechanism_the_listener_does_not_enable_is_named(sasl_kafka: EmbeddedKafka) -> None:
+    settings = _settings(
+        sasl_kafka.bootstrap_servers,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_username="alice",
+        sasl_password=USERS["alice"],
+    )
+    with pytest.raises(AuthenticationFailedError) as raised:
+        await _connect(settings)
+    assert "the broker does not accept SASL mechanism SCRAM-SHA-512" in str(raised.value)
+    assert USERS["alice"] not in str(raised.value)
+
+
+async def test_plaintext_against_a_sasl_listener_says_sasl_is_required(sasl_kafka: EmbeddedKafka) -> None:
+    with pytest.raises(BrokerHandshakeError) as raised:
+        await _connect(_settings(sasl_kafka.bootstrap_servers, request_timeout_ms=5000))
+    assert "the listener probably requires SASL" in str(raised.value)
+
+
+def test_the_cli_reports_refused_credentials_without_the_password(sasl_kafka: EmbeddedKafka) -> None:
+    environment = {
+        "KAFKA_BOOTSTRAP_SERVERS": sasl_kafka.bootstrap_servers,
+        "KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
+        "KAFKA_SASL_USERNAME": "bob",
+        "KAFKA_SASL_PASSWORD": "wrong-horse-battery",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "staticconsumer", "describe", "some-group", "--timeout-ms", "10000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **environment},
+    )
+    assert result.returncode == 2
+    assert "AuthenticationFailedError" in result.stderr
+    assert "refused mechanism SCRAM-SHA-256 for user 'bob'" in result.stderr
+    assert "wrong-horse-battery" not in result.stdout + result.stderr
+
+
+async def _access(settings: Settings, topics: list[str], group: str) -> Any:
+    client, _ = await _connect(settings)
+    try:
+        return await check_access(client, settings, topics=topics, group_id=group)
+    finally:
+        await client.close()
+
+
+async def _eventually_raises(
+    call: Callable[[], Any], error: type[BaseException], within: float = 15
+) -> BaseException:
+    """ACLs reach the authorizer asynchronously: retry until the expected refusal (or fail)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            await call()
+        except error as raised:
+            return raised
+        assert time.monotonic() < deadline, f"no {error.__name__} within {within}s"
+        await asyncio.sleep(0.3)
+
+
+async def test_without_a_topic_acl_the_error_names_the_topic_the_operation_and_the_principal(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    sasl_kafka.create_topic(unique_topic, 1)
+    settings = _sasl(sasl_kafka, "bob", "SCRAM-SHA-256")
+    with pytest.raises(TopicAuthorizationFailedError) as raised:
+        await _access(settings, [unique_topic], unique_group)
+    text = str(raised.value)
+    assert raised.value.code == 29
+    assert f"User:bob needs READ on Topic:{unique_topic}" in text
+    assert f"--allow-principal 'User:bob' --operation READ --topic '{unique_topic}'" in text
+    assert f"User:bob needs READ on Group:{unique_group}" in text, "the group ACL is missing too: say it now"
+
+
+async def test_without_a_group_acl_the_error_names_the_group_and_read(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    sasl_kafka.create_topic(unique_topic, 1)
+    sasl_kafka.grant("User:carol", "TOPIC", unique_topic, "READ")
+    settings = _sasl(sasl_kafka, "carol", "PLAIN")
+    raised = await _eventually_raises(
+        lambda: _access(settings, [unique_topic], unique_group), GroupAuthorizationFailedError
+    )
+    assert isinstance(raised, GroupAuthorizationFailedError)
+    assert raised.code == 30
+    assert f"not allowed to join group '{unique_group}'" in str(raised)
+    assert f"User:carol needs READ on Group:{unique_group}" in str(raised)
+    assert "Topic:" not in str(raised)
+
+
+async def test_describe_without_read_on_the_group_is_caught_before_joining(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    sasl_kafka.create_topic(unique_topic, 1)
+    sasl_kafka.grant("User:dave", "TOPIC", unique_topic, "READ")
+    sasl_kafka.grant("User:dave", "GROUP", unique_group, "DESCRIBE")
+    settings = _sasl(sasl_kafka, "dave", "SCRAM-SHA-256")
+
+    async def refused_for_read() -> None:
+        try:
+            await _access(settings, [unique_topic], unique_group)
+        except GroupAuthorizationFailedError as error:
+            if "DESCRIBE is allowed but READ is not" in str(error):
+                raise
+
+    raised = await _eventually_raises(refused_for_read, GroupAuthorizationFailedError)
+    assert f"User:dave needs READ on Group:{unique_group}" in str(raised)
+
+
+async def test_with_the_acls_a_consumer_needs_the_check_passes_and_reports_missing_topics(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    sasl_kafka.create_topic(unique_topic, 1)
+    sasl_kafka.grant("User:alice", "TOPIC", unique_topic, "READ")
+    sasl_kafka.grant("User:alice", "TOPIC", f"{unique_topic}-not-yet", "READ")
+    sasl_kafka.grant("User:alice", "GROUP", unique_group, "READ")
+    settings = _sasl(sasl_kafka, "alice", "PLAIN")
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            report = await _access(settings, [unique_topic, f"{unique_topic}-not-yet"], unique_group)
+            break
+        except (TopicAuthorizationFailedError, GroupAuthorizationFailedError):
+            assert time.monotonic() < deadline, "the granted ACLs never took effect"
+            await asyncio.sleep(0.3)
+    assert report.missing_topics == {f"{unique_topic}-not-yet"}
+    assert report.group_checked
+    assert not await _topic_exists(settings, f"{unique_topic}-not-yet"), "the check must not create topics"
+
+
+async def _topic_exists(settings: Settings, topic: str) -> bool:
+    client, _ = await _connect(settings)
+    try:
+        return topic in await _aiokafka.topic_partitions(client, frozenset({topic}))
+    finally:
+        await client.close()
+
+
+async def test_on_a_broker_without_an_authorizer_the_check_passes(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    topic = create_topic(partitions=1)
+    report = await _access(
+        _settings(kafka_broker.bootstrap_servers), [topic, f"{topic}-missing"], unique_group
+    )
+    assert report.missing_topics == {f"{topic}-missing"}
+    assert report.group_checked

@@ -1,0 +1,236 @@
+"""ConnectionMonitor's folding and states, driven by log records shaped exactly as aiokafka 0.14 emits
+them; the clients are stand-ins exposing only what ``staticconsumer._aiokafka`` reads (broker list and
+open connections). The real outage, with a real broker stopped and restarted, is
+tests/integration/test_connection_monitor.py."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiokafka.client
+import aiokafka.cluster
+import aiokafka.consumer.fetcher
+import pytest
+from aiokafka.errors import KafkaConnectionError, NodeNotReadyError, UnknownTopicOrPartitionError
+
+from staticconsumer import _aiokafka
+from staticconsumer.connection import ConnectionMonitor, ConnectionState
+
+
+@dataclass
+class Broker:
+    nodeId: int  # aiokafka BrokerMetadata field name
+    host: str
+    port: int
+
+
+@dataclass
+class Cluster:
+    known: list[Broker]
+
+    def brokers(self) -> list[Broker]:
+        return self.known
+
+
+@dataclass
+class Connection:
+    up: bool = True
+
+    def connected(self) -> bool:
+        return self.up
+
+
+@dataclass
+class Client:
+    cluster: Cluster
+    _conns: dict[tuple[int, Any], Connection] = field(default_factory=dict)
+
+
+def _client(*ports: int) -> Client:
+    return Client(Cluster([Broker(i + 1, "10.0.0.1", port) for i, port in enumerate(ports)]))
+
+
+def _refused(port: int) -> OSError:
+    return ConnectionRefusedError(111, f"Connect call failed ('10.0.0.1', {port})")
+
+
+def _log_connect_failure(node: int, error: object) -> None:
+    logging.getLogger("aiokafka").error("Unable connect to node with id %s: %s", node, error)
+
+
+def _flood(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name.startswith("aiokafka")]
+
+
+def _ours(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "staticconsumer.connection.monitor"]
+
+
+@pytest.fixture
+def monitor() -> Iterator[ConnectionMonitor]:
+    states: list[ConnectionState] = []
+    watching = ConnectionMonitor("group 'g'", on_change=states.append)
+    watching.changes = states  # type: ignore[attr-defined]
+    watching.install()
+    yield watching
+    watching.close()
+
+
+def test_the_templates_folded_are_aiokafkas_own_words() -> None:
+    """If aiokafka rewords a message, the filter would silently stop folding: fail here instead."""
+    sources = {
+        "aiokafka": inspect.getsource(aiokafka.client),
+        "aiokafka.consumer.fetcher": inspect.getsource(aiokafka.consumer.fetcher),
+        "aiokafka.cluster": inspect.getsource(aiokafka.cluster),
+    }
+    templates = {
+        "aiokafka": [
+            _aiokafka._CONNECT_FAILED,
+            _aiokafka._METADATA_FAILED,
+            _aiokafka._METADATA_REQUEST_FAILED,
+        ],
+        "aiokafka.consumer.fetcher": list(_aiokafka._FETCH_FAILED),
+        "aiokafka.cluster": [_aiokafka._TOPIC_NOT_FOUND, _aiokafka._TOPIC_NOT_AUTHORIZED],
+    }
+    for logger, messages in templates.items():
+        assert set(_aiokafka.NOISY_LOGGERS) >= {logger}
+        for message in messages:
+            assert f'"{message}"' in sources[logger] or f"'{message}'" in sources[logger], message
+
+
+def test_records_are_classified_with_node_cause_and_address() -> None:
+    def record(name: str, message: str, *args: object) -> logging.LogRecord:
+        return logging.LogRecord(name, logging.ERROR, __file__, 1, message, args, None)
+
+    noise = _aiokafka.classify_record(record("aiokafka", _aiokafka._CONNECT_FAILED, 3, _refused(9094)))
+    assert noise is not None
+    assert (noise.kind, noise.node_ids, noise.address) == ("connection", (3,), "10.0.0.1:9094")
+    assert "Connect call failed" in noise.cause
+    closed = KafkaConnectionError("Connection at 10.0.0.1:9092 closed")
+    noise = _aiokafka.classify_record(
+        record("aiokafka.consumer.fetcher", _aiokafka._FETCH_FAILED[0], 1, closed)
+    )
+    assert noise is not None
+    assert noise.address == "10.0.0.1:9092"
+    noise = _aiokafka.classify_record(record("aiokafka", _aiokafka._METADATA_FAILED, [1, 2]))
+    assert noise is not None
+    assert noise.node_ids == (1, 2)
+    assert noise.address is None
+    noise = _aiokafka.classify_record(record("aiokafka.cluster", _aiokafka._TOPIC_NOT_FOUND, "orders"))
+    assert noise is not None
+    assert (noise.kind, noise.topic, noise.unauthorized) == ("topic", "orders", False)
+    not_ready = NodeNotReadyError("node 1")
+    assert _aiokafka.classify_record(
+        record("aiokafka.consumer.fetcher", _aiokafka._FETCH_FAILED[0], 1, not_ready)
+    )
+    broker_error = UnknownTopicOrPartitionError()
+    assert (
+        _aiokafka.classify_record(
+            record("aiokafka.consumer.fetcher", _aiokafka._FETCH_FAILED[0], 1, broker_error)
+        )
+        is None
+    ), "a broker's verdict is not a connection failure"
+    assert _aiokafka.classify_record(record("aiokafka", "Heartbeat failed: %r", 1)) is None
+    assert _aiokafka.classify_record(record("aiokafka", _aiokafka._METADATA_FAILED, ["bootstrap"])) is None
+
+
+def test_an_outage_is_one_warning_however_many_records(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    monitor.watch(_client(9092))
+    for _ in range(40):
+        _log_connect_failure(1, _refused(9092))
+        logging.getLogger("aiokafka").error("Unable to update metadata from %s", [1])
+    assert not _flood(caplog)
+    (warning,) = _ours(caplog)
+    assert "Kafka broker 10.0.0.1:9092 (node 1) is unreachable: [Errno 111] Connect call failed" in warning
+    assert "(1 of 1 known brokers unreachable, connection state disconnected)" in warning
+    assert monitor.state is ConnectionState.DISCONNECTED
+    assert monitor.outages["10.0.0.1:9092"].suppressed == 79
+    assert monitor.changes == [ConnectionState.DISCONNECTED]  # type: ignore[attr-defined]
+
+
+def test_one_broker_of_three_down_is_degraded(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    monitor.watch(_client(9092, 9093, 9094))
+    _log_connect_failure(2, _refused(9093))
+    assert monitor.state is ConnectionState.DEGRADED
+    assert "(1 of 3 known brokers unreachable, connection state degraded)" in _ours(caplog)[0]
+
+
+def test_records_about_brokers_we_do_not_watch_pass_through(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    monitor.watch(_client(9092))
+    _log_connect_failure(7, _refused(9092))  # no node 7 here
+    _log_connect_failure(
+        1, ConnectionRefusedError(111, "Connect call failed ('10.9.9.9', 9092)")
+    )  # other cluster
+    logging.getLogger("aiokafka").error("Heartbeat failed: %r", "unrelated")
+    assert len(_flood(caplog)) == 3
+    assert not _ours(caplog)
+    assert monitor.state is ConnectionState.CONNECTED
+
+
+def test_a_live_connection_again_ends_the_outage_with_one_warning(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = _client(9092)
+    monitor.watch(client)
+    for _ in range(5):
+        _log_connect_failure(1, _refused(9092))
+    monitor.check_recovery()
+    assert monitor.state is ConnectionState.DISCONNECTED, "no connection yet"
+    client._conns[(1, "default")] = Connection(up=True)
+    monitor.check_recovery()
+    assert monitor.state is ConnectionState.CONNECTED
+    assert not monitor.outages
+    recovered = _ours(caplog)[-1]
+    assert "Kafka broker 10.0.0.1:9092 (node 1) is reachable again after" in recovered
+    assert "(4 connection errors were not logged); connection state connected" in recovered
+    assert monitor.changes == [ConnectionState.DISCONNECTED, ConnectionState.CONNECTED]  # type: ignore[attr-defined]
+    caplog.clear()
+    _log_connect_failure(1, _refused(9092))
+    assert len(_ours(caplog)) == 1, "a new outage is reported again"
+
+
+def test_closing_during_an_outage_says_so_and_stops_folding(caplog: pytest.LogCaptureFixture) -> None:
+    monitor = ConnectionMonitor("group 'g'")
+    monitor.watch(_client(9092))
+    monitor.install()
+    _log_connect_failure(1, _refused(9092))
+    _log_connect_failure(1, _refused(9092))
+    monitor.close()
+    assert (
+        "stopping while Kafka broker 10.0.0.1:9092 (node 1) is still unreachable (1 more" in _ours(caplog)[-1]
+    )
+    caplog.clear()
+    _log_connect_failure(1, _refused(9092))
+    assert len(_flood(caplog)) == 1
+    assert all(type(f).__name__ != "_NoiseFilter" for f in logging.getLogger("aiokafka").filters)
+
+
+def test_two_monitors_share_one_filter_and_each_claims_its_own_brokers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first, second = ConnectionMonitor("first"), ConnectionMonitor("second")
+    first.watch(_client(9092))
+    second.watch(Client(Cluster([Broker(1, "10.0.0.2", 9092)])))
+    first.install()
+    second.install()
+    try:
+        assert (
+            len([f for f in logging.getLogger("aiokafka").filters if type(f).__name__ == "_NoiseFilter"]) == 1
+        )
+        _log_connect_failure(1, ConnectionRefusedError(111, "Connect call failed ('10.0.0.2', 9092)"))
+        assert first.state is ConnectionState.CONNECTED
+        assert second.state is ConnectionState.DISCONNECTED
+        assert not _flood(caplog)
+    finally:
+        first.close()
+        second.close()

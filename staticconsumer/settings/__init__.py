@@ -287,6 +287,13 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         minimum=0,
     ),
     SettingSpec(
+        "fail_on_missing_topics",
+        "staticconsumer.fail.on.missing.topics",
+        "bool",
+        "When a subscribed topic does not exist: true fails with `MissingTopicsError`; false waits for it, "
+        "with a WARNING that repeats with backoff and `consumer.missing_topics` listing it.",
+    ),
+    SettingSpec(
         "security_protocol",
         "security.protocol",
         "choice",
@@ -423,6 +430,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     retry_backoff_max_ms: int = 1_000
     request_timeout_ms: int = 30_000
     metadata_max_age_ms: int = 300_000
+    fail_on_missing_topics: bool = False
     security_protocol: SecurityProtocol = "PLAINTEXT"
     sasl_mechanism: SaslMechanism = "PLAIN"
     sasl_username: str | None = None

@@ -71,6 +71,7 @@ def _every_variable(
         "retry_backoff_max_ms": ("5000", 5_000),
         "request_timeout_ms": ("20000", 20_000),
         "metadata_max_age_ms": ("60000", 60_000),
+        "fail_on_missing_topics": ("true", True),
         "security_protocol": ("SASL_SSL", "SASL_SSL"),
         "sasl_mechanism": ("SCRAM-SHA-512", "SCRAM-SHA-512"),
         "sasl_username": ("svc-payments", "svc-payments"),

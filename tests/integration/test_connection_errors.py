@@ -117,6 +117,7 @@ async def test_a_smaller_timeout_bounds_the_bootstrap(silent_servers: list[str])
     assert time.monotonic() - started < 3
 
 
+@pytest.mark.both_versions
 async def test_dead_and_silent_servers_do_not_delay_a_live_one(
     kafka_broker: EmbeddedKafka, silent_servers: list[str]
 ) -> None:
@@ -344,6 +345,7 @@ async def _topic_exists(settings: Settings, topic: str) -> bool:
         await client.close()
 
 
+@pytest.mark.both_versions
 async def test_on_a_broker_without_an_authorizer_the_check_passes(
     kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
 ) -> None:

@@ -47,7 +47,7 @@ def _source_copy(destination: Path) -> Path:
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     for package in ("staticconsumer", "assignors", "tests"):
-        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns(".venv"))
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns(".venv", "target"))
     for cache in (
         source / "staticconsumer" / "__pycache__",
         source / ".pytest_cache",

@@ -443,6 +443,11 @@ def broker_addresses(client: Any) -> dict[int, str]:
     return {int(b.nodeId): f"{b.host}:{b.port}" for b in client.cluster.brokers()}
 
 
+def metadata_topics(client: Any) -> set[str]:
+    """Topics in the client's current cluster metadata."""
+    return set(client.cluster.topics())
+
+
 def live_nodes(client: Any) -> set[int]:
     """Node ids to which the client holds an open connection right now (any connection group)."""
     return {

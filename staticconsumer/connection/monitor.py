@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import ipaddress
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -81,12 +82,20 @@ class ConnectionMonitor:
         self._backoff = (reconnect_backoff_s, reconnect_backoff_max_s)
         self._next_reconnect: dict[str, tuple[float, float]] = {}
         self._installed = False
+        self._topics: frozenset[str] = frozenset()
+        self._lost_topics: dict[str, int] = {}
 
     # -- what the consumer reads --------------------------------------------------------------------
 
     @property
     def state(self) -> ConnectionState:
         return self._state
+
+    @property
+    def lost_topics(self) -> frozenset[str]:
+        """Watched topics aiokafka reported missing from the metadata and not seen back since."""
+        with self._lock:
+            return frozenset(self._lost_topics)
 
     @property
     def outages(self) -> dict[str, BrokerOutage]:
@@ -101,6 +110,13 @@ class ConnectionMonitor:
         with self._lock:
             if client not in self._clients:
                 self._clients.append(client)
+
+    def watch_topics(self, topics: Collection[str]) -> None:
+        """Also fold aiokafka's "Topic X not found in cluster metadata" flood for these (the subscription)."""
+        with self._lock:
+            self._topics = frozenset(topics)
+            for topic in set(self._lost_topics) - self._topics:
+                del self._lost_topics[topic]
 
     def install(self) -> None:
         """Start folding aiokafka's failure records (process-wide filter, shared by all monitors)."""
@@ -200,10 +216,22 @@ class ConnectionMonitor:
             self._on_change(state)
 
     def check_recovery(self) -> None:
-        """Mark recovered every unreachable broker to which a watched client has a live connection."""
+        """Mark recovered every unreachable broker to which a watched client has a live connection, and
+        every lost topic that a client's metadata lists again."""
         with self._lock:
             clients = list(self._clients)
             down = {o.node_id: o.address for o in self._outages.values()}
+            lost = dict(self._lost_topics)
+        for topic, folded in lost.items():
+            if any(topic in _aiokafka.metadata_topics(client) for client in clients):
+                with self._lock:
+                    self._lost_topics.pop(topic, None)
+                self._logger.warning(
+                    "%s: topic %r is back in the cluster metadata (%d errors about it were not logged)",
+                    self.name,
+                    topic,
+                    folded,
+                )
         if not down:
             return
         back: set[str] = set()
@@ -220,19 +248,40 @@ class ConnectionMonitor:
     # -- record folding -----------------------------------------------------------------------------
 
     def claim(self, noise: _aiokafka.AiokafkaNoise) -> bool:
-        """Whether this record is about one of our brokers (then it is folded here, not logged)."""
-        if noise.kind != "connection":
-            return False
+        """Whether this record is about one of our brokers or watched topics (then it is folded here)."""
+        if noise.kind == "topic":
+            return self._claim_topic(noise)
         with self._lock:
             clients = list(self._clients)
         ours: dict[int, str] = {}
         for client in clients:
             ours.update(_aiokafka.broker_addresses(client))
-        nodes = [n for n in noise.node_ids if n in ours and noise.address in (None, ours[n])]
+        nodes = [n for n in noise.node_ids if n in ours and _same_broker(noise.address, ours[n])]
         if not nodes:
             return False
         for node in nodes:
             self.failed(node, ours[node], noise.cause)
+        return True
+
+    def _claim_topic(self, noise: _aiokafka.AiokafkaNoise) -> bool:
+        """aiokafka repeats "Topic X not found in cluster metadata" ~100 times a second while a partition
+        of a deleted topic is still assigned: one WARNING, then count, until the topic is back."""
+        topic = noise.topic or ""
+        with self._lock:
+            if topic not in self._topics:
+                return False
+            if topic in self._lost_topics:
+                self._lost_topics[topic] += 1
+                return True
+            self._lost_topics[topic] = 0
+        why = "this principal may not DESCRIBE it" if noise.unauthorized else "deleted?"
+        self._logger.warning(
+            "%s: topic %r is missing from the cluster metadata (%s); its partitions are not fetched, and "
+            "repeats of this error are not logged until it is back",
+            self.name,
+            topic,
+            why,
+        )
         return True
 
     def _due_reconnects(self, only: Any | None) -> list[tuple[Any, int]]:
@@ -272,6 +321,23 @@ class ConnectionMonitor:
             state = ConnectionState.DEGRADED
         changed, self._state = state is not self._state, state
         return state, changed
+
+
+def _same_broker(named: str | None, broker: str) -> bool:
+    """Whether an error's address is this broker's. Errors name resolved IPs while metadata may hold host
+    names (Kubernetes), so a host name matches any IP with the same port."""
+    if named is None or named == broker:
+        return True
+    host, _, port = broker.rpartition(":")
+    return named.rpartition(":")[2] == port and not _is_ip(host)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def _copy(outage: BrokerOutage) -> BrokerOutage:

@@ -6,7 +6,9 @@ credentials or a mechanism, a listener spoken to with the wrong security protoco
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -355,3 +357,53 @@ async def test_on_a_broker_without_an_authorizer_the_check_passes(
     )
     assert report.missing_topics == {f"{topic}-missing"}
     assert report.group_checked
+
+
+# -- TLS ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A certificate no CA vouches for, and its key (openssl, as the settings tests use)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.fail("openssl is needed to make a test certificate (apt-get install openssl)")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subject = ["-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)]
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", *subject],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+async def test_an_untrusted_certificate_is_a_tls_failure_that_names_the_ca_setting(
+    self_signed: tuple[str, str],
+) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*self_signed)
+
+    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0, ssl=context)
+    async with server:
+        address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        with pytest.raises(BrokerHandshakeError) as raised:
+            await _connect(_settings(address, security_protocol="SSL", request_timeout_ms=5000))
+    (attempt,) = raised.value.attempts
+    assert attempt.outcome == "tls"
+    assert "CERTIFICATE_VERIFY_FAILED" in attempt.detail
+    assert "ssl.ca.location" in attempt.detail
+
+
+async def test_tls_against_a_plaintext_listener_points_at_security_protocol(
+    kafka_broker: EmbeddedKafka,
+) -> None:
+    settings = _settings(kafka_broker.bootstrap_servers, security_protocol="SSL", request_timeout_ms=5000)
+    with pytest.raises(BrokerHandshakeError) as raised:
+        await _connect(settings)
+    assert "security.protocol (SSL)" in str(raised.value)
+    assert raised.value.attempts[0].outcome in ("tls", "closed")

@@ -1,6 +1,7 @@
 """A broker that goes away under a running fetcher: aiokafka's ERROR flood (about 40 lines a second)
-becomes one WARNING, the state says DISCONNECTED, and the broker coming back is one more WARNING.
-Against a real broker that is stopped and started again on the same port."""
+becomes one WARNING, the state says DISCONNECTED, and the broker coming back is one more WARNING; the
+subscribed topic missing from the new cluster's metadata (aiokafka: ~100 ERROR lines a second) is one
+WARNING, and its return one more. Against a real broker stopped and started again on the same port."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ async def test_an_outage_is_one_warning_and_the_recovery_one_more(caplog: pytest
         await fetcher.getmany(timeout_ms=500)
         monitor.watch(client)
         monitor.watch(_aiokafka.fetcher_client(fetcher))
+        monitor.watch_topics({"orders"})
         monitor.install()
         watching = asyncio.create_task(monitor.run(_aiokafka.fetcher_client(fetcher)))
         try:
@@ -70,17 +72,27 @@ async def test_an_outage_is_one_warning_and_the_recovery_one_more(caplog: pytest
             assert "connection state disconnected" in warnings[0].getMessage()
 
             caplog.clear()
-            restarted = EmbeddedKafka(port=port).start()
-            restarted.create_topic("orders", 2)
+            restarted = EmbeddedKafka(port=port).start()  # a new cluster: the topic is gone
             deadline = time.monotonic() + 60
-            while monitor.state is not ConnectionState.CONNECTED:
-                assert time.monotonic() < deadline, "the recovery was not noticed"
+            while monitor.state is not ConnectionState.CONNECTED or not monitor.lost_topics:
+                assert time.monotonic() < deadline, "the recovery and the lost topic were not noticed"
                 await _poll(fetcher, 0.5)
-            recovered = [r for r in caplog.records if r.name == "staticconsumer.connection.monitor"]
-            assert len(recovered) == 1
-            message = recovered[0].getMessage()
-            assert f"Kafka broker 127.0.0.1:{port} (node 1) is reachable again after" in message
-            assert "connection state connected" in message
+            await _poll(fetcher, 1)
+            restarted.create_topic("orders", 2)
+            while monitor.lost_topics:
+                assert time.monotonic() < deadline, "the topic's return was not noticed"
+                await _poll(fetcher, 0.5)
+
+            ours = [r.getMessage() for r in caplog.records if r.name == "staticconsumer.connection.monitor"]
+            assert len(ours) == 3, ours
+            recovered = next(m for m in ours if "reachable again" in m)
+            assert f"Kafka broker 127.0.0.1:{port} (node 1) is reachable again after" in recovered
+            assert "connection state connected" in recovered
+            assert sum("topic 'orders' is missing from the cluster metadata" in m for m in ours) == 1
+            assert sum("topic 'orders' is back in the cluster metadata" in m for m in ours) == 1
+            assert not [
+                r for r in caplog.records if r.getMessage() == "Topic orders not found in cluster metadata"
+            ]
             assert states == [ConnectionState.DISCONNECTED, ConnectionState.CONNECTED]
             assert not monitor.outages
         finally:

@@ -31,9 +31,13 @@ class Broker:
 @dataclass
 class Cluster:
     known: list[Broker]
+    listed_topics: set[str] = field(default_factory=set)
 
     def brokers(self) -> list[Broker]:
         return self.known
+
+    def topics(self) -> set[str]:
+        return self.listed_topics
 
 
 @dataclass
@@ -234,3 +238,45 @@ def test_two_monitors_share_one_filter_and_each_claims_its_own_brokers(
     finally:
         first.close()
         second.close()
+
+
+def test_an_ip_in_the_error_matches_a_broker_known_by_host_name(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Metadata holds advertised host names (Kubernetes); connect errors name the resolved IP."""
+    monitor.watch(Client(Cluster([Broker(1, "kafka-0.kafka", 9092)])))
+    _log_connect_failure(1, ConnectionRefusedError(111, "Connect call failed ('10.1.2.3', 9092)"))
+    assert not _flood(caplog)
+    assert "Kafka broker kafka-0.kafka:9092 (node 1) is unreachable" in _ours(caplog)[0]
+    caplog.clear()
+    _log_connect_failure(1, ConnectionRefusedError(111, "Connect call failed ('10.1.2.3', 9093)"))
+    assert len(_flood(caplog)) == 1, "another port is another broker"
+
+
+def test_a_deleted_topic_flood_is_one_warning_until_the_topic_is_back(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = _client(9092)
+    monitor.watch(client)
+    monitor.watch_topics({"orders"})
+    cluster = logging.getLogger("aiokafka.cluster")
+    for _ in range(100):
+        cluster.error("Topic %s not found in cluster metadata", "orders")
+    cluster.error("Topic %s not found in cluster metadata", "not-ours")
+    assert [r.getMessage() for r in _flood(caplog)] == ["Topic not-ours not found in cluster metadata"]
+    (warning,) = _ours(caplog)
+    assert "topic 'orders' is missing from the cluster metadata (deleted?)" in warning
+    assert monitor.lost_topics == {"orders"}
+    monitor.check_recovery()
+    assert monitor.lost_topics == {"orders"}
+    client.cluster.listed_topics.add("orders")
+    monitor.check_recovery()
+    assert monitor.lost_topics == frozenset()
+    assert (
+        "topic 'orders' is back in the cluster metadata (99 errors about it were not logged)"
+        in _ours(caplog)[-1]
+    )
+    monitor.watch_topics(set())
+    caplog.clear()
+    cluster.error("Topic %s not found in cluster metadata", "orders")
+    assert len(_flood(caplog)) == 1, "no longer subscribed: not ours to fold"

@@ -9,9 +9,9 @@ can ``except`` precisely; each exposes ``code`` and ``retriable``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol
 
 
 class ErrorCode(enum.IntEnum):
@@ -361,14 +361,71 @@ def error_class_for(code: int) -> type[BrokerError] | None:
     return _BY_CODE.get(code, UnknownServerError)
 
 
-def raise_for_code(code: int, message: str | None = None) -> None:
-    """Raise the typed error for ``code``; do nothing for NONE."""
-    cls = error_class_for(code)
-    if cls is None:
-        return
+def broker_error(code: int, message: str) -> BrokerError:
+    """The typed error for a non-NONE ``code``; an unknown code keeps its number in the message."""
+    cls = error_class_for(code) or UnknownServerError
     if cls.code != code:
-        message = f"unrecognised broker error code {code}" + (f": {message}" if message else "")
-    raise cls(message)
+        message = f"{message} (unrecognised broker error code {code})"
+    return cls(message)
+
+
+# -- errors of the consumer itself (not broker error codes) ----------------------------------------
+
+
+class CommitFailedError(StaticConsumerError):
+    """The commit cannot succeed in this generation (Java's CommitFailedException).
+
+    Either the member is not in an active generation, or the coordinator no longer recognises the
+    generation it was sent with; the partitions may already belong to another member, so retrying the
+    same commit is pointless. Poll again to rejoin, then commit what is processed after that.
+    """
+
+
+class _Partition(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+
+class OffsetRegressionError(StaticConsumerError, ValueError):
+    """A commit would move a committed offset backwards, which breaks at-least-once bookkeeping."""
+
+    def __init__(self, regressions: Mapping[Any, tuple[int, int]]) -> None:
+        self.regressions = dict(regressions)
+        items: list[tuple[_Partition, tuple[int, int]]] = sorted(self.regressions.items())
+        detail = ", ".join(f"{tp.topic}[{tp.partition}]: {asked} < {floor}" for tp, (asked, floor) in items)
+        super().__init__(
+            f"refusing to commit offsets lower than ones already committed or in flight ({detail}); "
+            f"committed offsets never move backwards"
+        )
+
+
+class ConsumerStoppedError(StaticConsumerError):
+    """The consumer is not running (never started, or stopped)."""
+
+
+class DuplicateInstanceIdError(ConfigurationError):
+    """Two consumers in one process with the same group and instance id would fence each other forever."""
+
+
+class StaticMembershipUnsupportedError(StaticConsumerError):
+    """The broker is too old to carry group.instance.id; refusing beats silently joining as dynamic."""
+
+
+class AssignorError(StaticConsumerError):
+    """The leader's assignor raised, or produced a plan that cannot be sent.
+
+    The group keeps working: this leader sends no SyncGroup for the plan and rejoins with backoff, so the
+    error is reported (logs, telemetry, the event log) but not raised into the application. ``assignor``
+    names the assignor; the original exception is the ``__cause__``.
+    """
+
+    def __init__(self, assignor: str, message: str) -> None:
+        self.assignor = assignor
+        super().__init__(f"assignor {assignor!r} {message}")
+
 
 
 # -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------

@@ -1,10 +1,13 @@
 """Sans-IO group membership for static (KIP-345) and dynamic members: events in, actions out.
 
-See docs/membership.md for the states, the events, the actions and the error table.
+See docs/membership.md for the layout, the states, the events, the actions and the error tables.
 """
 
-from . import actions, events
-from .commit_errors import CommitFailedError, OffsetRegressionError
+from staticconsumer.errors import CommitFailedError, OffsetRegressionError
+
+from . import actions, events, rules
+from .backoff import Backoff
+from .classic import ClassicMachine
 from .config import (
     MAX_GROUP_INSTANCE_ID_LENGTH,
     AssignmentDecoder,
@@ -12,7 +15,9 @@ from .config import (
     SubscriptionDecoder,
     validate_group_instance_id,
 )
-from .machine import MAX_REASON_LENGTH, MembershipMachine, truncate_reason
+from .machine import MembershipMachine, new_machine
+from .observe import MembershipObserver, MemberView, Milestone
+from .reconcile import RebalanceProtocol
 from .types import (
     NO_GENERATION,
     NO_MEMBER_ID,
@@ -28,25 +33,31 @@ from .types import (
 
 __all__ = [
     "MAX_GROUP_INSTANCE_ID_LENGTH",
-    "MAX_REASON_LENGTH",
     "NO_GENERATION",
     "NO_MEMBER_ID",
     "AssignmentDecoder",
+    "Backoff",
+    "ClassicMachine",
     "CommitFailedError",
     "FailureKind",
     "GroupProtocol",
     "JoinGroupMember",
     "MemberState",
+    "MemberView",
     "MembershipConfig",
     "MembershipMachine",
+    "MembershipObserver",
+    "Milestone",
     "OffsetAndMetadata",
     "OffsetRegressionError",
+    "RebalanceProtocol",
     "ReleaseReason",
     "RequestToken",
     "SubscriptionDecoder",
     "TopicPartition",
     "actions",
     "events",
-    "truncate_reason",
+    "new_machine",
+    "rules",
     "validate_group_instance_id",
 ]

@@ -1,5 +1,9 @@
 """Outputs of the membership state machine: requests to send, callbacks to run, verdicts to report.
 
+The ownership actions (StopFetching, PartitionsRevoked, PartitionsLost, PartitionsAssigned) and the
+verdicts (CommitCompleted, Fatal, Stopped) mean the same under every protocol; the request actions are the
+classic protocol's.
+
 Contract for the driver: every Send* action and FindCoordinator must be answered by exactly one
 response event (or RequestFailed) carrying the action's token; every callback action by exactly one
 CallbackFinished with its callback_id; RunAssignor by AssignmentComputed or AssignmentFailed.
@@ -147,9 +151,11 @@ class LeadershipGuessed(Action):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopFetching(Action):
-    """Stop fetching every partition now: they are being revoked, are lost, or the member is finished."""
+    """Stop fetching ``partitions`` now (None: every partition): they are being revoked or are lost, or the
+    member is finished. Their consumed positions are kept until the following revoke callback finished."""
 
     reason: ReleaseReason
+    partitions: frozenset[TopicPartition] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,11 +178,16 @@ class PartitionsLost(Action):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionsAssigned(Action):
-    """Run the assigned callback, then fetch ``partitions`` (the whole assignment: eager protocol)."""
+    """Fetch ``partitions`` from their committed offsets, then run the assigned callback with them.
+
+    ``partitions`` is what is new (eager: the whole assignment); ``owned`` is the whole assignment after
+    this step. Partitions already owned are never touched.
+    """
 
     callback_id: int
     partitions: frozenset[TopicPartition]
     generation: int
+    owned: frozenset[TopicPartition]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,10 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from staticconsumer.errors import ConfigurationError, InvalidGroupInstanceIdError
 
 from .types import TopicPartition
+
+if TYPE_CHECKING:
+    from staticconsumer.settings import Settings
 
 MAX_GROUP_INSTANCE_ID_LENGTH = 249
 """Kafka's limit, shared with topic names (Topic.MAX_NAME_LENGTH)."""
@@ -20,6 +24,24 @@ MAX_GROUP_INSTANCE_ID_LENGTH = 249
 _LEGAL_INSTANCE_ID = re.compile(r"[a-zA-Z0-9._-]+")
 
 DEFAULT_PROTOCOL_TYPE = "consumer"
+
+# The Java client's defaults; Settings declares its fields with these, so there is one set of them.
+DEFAULT_SESSION_TIMEOUT_MS = 45_000
+DEFAULT_HEARTBEAT_INTERVAL_MS = 3_000
+DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
+DEFAULT_RETRY_BACKOFF_MS = 100
+DEFAULT_RETRY_BACKOFF_MAX_MS = 1_000
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+
+
+def heartbeat_interval_problem(heartbeat_interval_ms: int, session_timeout_ms: int) -> str | None:
+    """The one heartbeat rule: below a third of the session timeout, so two lost heartbeats are survived."""
+    if heartbeat_interval_ms * 3 >= session_timeout_ms:
+        return (
+            f"must be below a third of session.timeout.ms ({session_timeout_ms}), i.e. at most "
+            f"{(session_timeout_ms - 1) // 3}, so that a member survives two lost heartbeats"
+        )
+    return None
 
 
 def validate_group_instance_id(instance_id: str) -> None:
@@ -60,12 +82,12 @@ class MembershipConfig:
     decode_assignment: AssignmentDecoder
     group_instance_id: str | None = None
     decode_subscription: SubscriptionDecoder | None = None
-    session_timeout_ms: int = 45_000
-    heartbeat_interval_ms: int = 3_000
-    max_poll_interval_ms: int = 300_000
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1_000
-    request_timeout_ms: int = 30_000
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
+    retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
+    retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     protocol_type: str = DEFAULT_PROTOCOL_TYPE
 
     def __post_init__(self) -> None:
@@ -83,13 +105,33 @@ class MembershipConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigurationError(
-                f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be lower than "
-                f"session_timeout_ms ({self.session_timeout_ms}), or the session expires between heartbeats"
-            )
+        problem = heartbeat_interval_problem(self.heartbeat_interval_ms, self.session_timeout_ms)
+        if problem is not None:
+            raise ConfigurationError(f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) {problem}")
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ConfigurationError("retry_backoff_max_ms must not be lower than retry_backoff_ms")
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        decode_assignment: AssignmentDecoder,
+        decode_subscription: SubscriptionDecoder | None = None,
+    ) -> MembershipConfig:
+        """The machine's view of a consumer's settings (the codecs are injected by the runtime)."""
+        return cls(
+            group_id=settings.group_id,
+            group_instance_id=settings.group_instance_id,
+            decode_assignment=decode_assignment,
+            decode_subscription=decode_subscription,
+            session_timeout_ms=settings.session_timeout_ms,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            max_poll_interval_ms=settings.max_poll_interval_ms,
+            retry_backoff_ms=settings.retry_backoff_ms,
+            retry_backoff_max_ms=settings.retry_backoff_max_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+        )
 
     @property
     def is_static(self) -> bool:

@@ -31,7 +31,17 @@ import msgspec
 from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
 from assignors.registry import names as registered_assignors
 from staticconsumer.errors import InvalidGroupInstanceIdError, SettingProblem, SettingsError
-from staticconsumer.membership.config import MAX_GROUP_INSTANCE_ID_LENGTH, validate_group_instance_id
+from staticconsumer.membership.config import (
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    DEFAULT_MAX_POLL_INTERVAL_MS,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    DEFAULT_RETRY_BACKOFF_MAX_MS,
+    DEFAULT_RETRY_BACKOFF_MS,
+    DEFAULT_SESSION_TIMEOUT_MS,
+    MAX_GROUP_INSTANCE_ID_LENGTH,
+    heartbeat_interval_problem,
+    validate_group_instance_id,
+)
 
 DEFAULT_PREFIX: Final = "KAFKA_"
 
@@ -411,9 +421,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     group_instance_id: str | None = None
     client_id: str | None = None
     client_rack: str | None = None
-    session_timeout_ms: int = 45_000
-    heartbeat_interval_ms: int = 3_000
-    max_poll_interval_ms: int = 300_000
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
     broker_min_session_timeout_ms: int = MIN_SESSION_TIMEOUT_MS
     broker_max_session_timeout_ms: int = MAX_SESSION_TIMEOUT_MS
     assignors: tuple[str, ...] = ("range", "cooperative-sticky")
@@ -426,9 +436,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_partition_fetch_bytes: int = 1_048_576
     fetch_max_wait_ms: int = 500
     max_poll_records: int = 500
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1_000
-    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
+    retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     metadata_max_age_ms: int = 300_000
     fail_on_missing_topics: bool = False
     security_protocol: SecurityProtocol = "PLAINTEXT"
@@ -920,14 +930,10 @@ def _check_combinations(values: Mapping[str, object], labels: _Labels) -> list[S
                     "(group.min/max.session.timeout.ms; if your brokers allow more, set those here too)",
                 )
             )
-    if isinstance(session, int) and isinstance(heartbeat, int) and heartbeat * 3 >= session:
-        problems.append(
-            labels.problem(
-                "heartbeat_interval_ms",
-                f"must be below a third of session.timeout.ms ({session}), i.e. at most "
-                f"{(session - 1) // 3}, so that a member survives two lost heartbeats",
-            )
-        )
+    if isinstance(session, int) and isinstance(heartbeat, int):
+        problem = heartbeat_interval_problem(heartbeat, session)
+        if problem is not None:
+            problems.append(labels.problem("heartbeat_interval_ms", problem))
     protocol = valid.get("security_protocol")
     if isinstance(protocol, str):
         problems.extend(_security_problems(protocol, valid, labels))

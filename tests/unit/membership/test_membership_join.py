@@ -349,12 +349,20 @@ def test_assignment_for_another_generation_is_ignored() -> None:
     assert of(h.feed(ev.AssignmentComputed, generation=5, assignments={}), act.SendSyncGroup)
 
 
-def test_assignor_failure_is_fatal() -> None:
+def test_assignor_failure_sends_no_plan_and_rejoins_after_backoff() -> None:
+    """Issue 16: an assignor that raises must not end the member; an empty plan must not be sent."""
     h = Harness()
     join = h.start_until_join()
     h.join_answer(join, generation=5, member_id=STATIC_ID, leader_id=STATIC_ID, members=_members())
     boom = RuntimeError("assignor bug")
-    assert one(h.feed(ev.AssignmentFailed, generation=5, error=boom), act.Fatal).error is boom
+    out = h.feed(ev.AssignmentFailed, generation=5, error=boom)
+    assert not of(out, act.Fatal), kinds(out)
+    assert not of(out, act.SendSyncGroup), kinds(out)
+    assert h.m.fatal_error is None
+    assert h.advance(0.05) == [], "the rejoin waits for retry.backoff.ms"
+    rejoin = one(h.advance(0.05), act.SendJoinGroup)
+    assert rejoin.member_id == STATIC_ID
+    assert "assignor bug" in rejoin.reason
 
 
 def test_skip_assignment_leader_does_not_compute_but_still_watches_all_topics() -> None:

@@ -147,7 +147,7 @@ def test_commits_succeed_fail_or_are_refused_locally_each_with_one_span(otel: Te
     assert [(s.attributes or {}).get(a.ERROR_TYPE) for s in spans] == [
         None,
         "OFFSET_METADATA_TOO_LARGE",
-        "staticconsumer.membership.commit_errors.OffsetRegressionError",
+        "staticconsumer.errors.OffsetRegressionError",
     ], "an empty commit sends nothing and records nothing"
     assert spans[0].end_time - spans[0].start_time == 15_000_000
     assert all((s.attributes or {})[a.MESSAGING_OPERATION_NAME] == "commit" for s in spans)
@@ -156,7 +156,7 @@ def test_commits_succeed_fail_or_are_refused_locally_each_with_one_span(otel: Te
     assert {p.attributes.get(a.ERROR_TYPE) for p in points} == {
         None,
         "OFFSET_METADATA_TOO_LARGE",
-        "staticconsumer.membership.commit_errors.OffsetRegressionError",
+        "staticconsumer.errors.OffsetRegressionError",
     }
 
 

@@ -206,10 +206,10 @@ async def run(bootstrap: str, repeats: int, records: int, iterate_records: int) 
 
 def hot_path(runs: int, calls: int = 100_000) -> list[HotPath]:
     """The observer's own cost per step, which end-to-end throughput is too noisy to resolve."""
-    from staticconsumer.driver import decode_assignment
     from staticconsumer.membership import MembershipConfig, MembershipMachine, RequestToken
     from staticconsumer.membership import actions as act
     from staticconsumer.membership import events as ev
+    from staticconsumer.runtime.loop import decode_assignment
     from staticconsumer.telemetry import TelemetryObserver
 
     machine = MembershipMachine(

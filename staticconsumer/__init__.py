@@ -10,8 +10,12 @@ from staticconsumer.consumer import (
     DuplicateInstanceIdError,
     StaticConsumer,
 )
-from staticconsumer.driver import StaticMembershipUnsupportedError
-from staticconsumer.errors import FencedInstanceIdError, SettingsError, StaticConsumerError
+from staticconsumer.errors import (
+    FencedInstanceIdError,
+    SettingsError,
+    StaticConsumerError,
+    StaticMembershipUnsupportedError,
+)
 from staticconsumer.membership import (
     CommitFailedError,
     OffsetAndMetadata,

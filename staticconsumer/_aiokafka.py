@@ -23,7 +23,7 @@ import logging
 import re
 from typing import Any, Literal, NamedTuple, TypeVar
 
-from staticconsumer.errors import DecodeError, NoCommonApiVersionError
+from staticconsumer.errors import DecodeError, EncodeError, NoCommonApiVersionError, ProtocolError
 from staticconsumer.protocol import APIS_BY_KEY, ApiSpec, Message
 from staticconsumer.protocol._codec import TaggedFields
 from staticconsumer.protocol.headers import (
@@ -102,7 +102,12 @@ class _PreparedRequest:
         self.FLEXIBLE_VERSION = version >= spec.flexible_from
         self.RESPONSE_TYPE = _ResponseDecoder(spec.response, version)
         self._message = message
-        self._body = message.encode(version)
+        try:
+            self._body = message.encode(version)
+        except ProtocolError:
+            raise
+        except Exception as error:  # a field of the wrong type: say so, never look like a network failure
+            raise EncodeError(f"{type(message).__name__} v{version} cannot be encoded: {error!r}") from error
 
     def build_request_header(self, correlation_id: int, client_id: str | None) -> _EncodedHeader:
         header = RequestHeader(self.API_KEY, self.API_VERSION, correlation_id, client_id)
@@ -302,6 +307,16 @@ async def topic_partitions(client: Any, topics: frozenset[str] | None) -> dict[s
             rows.append(PartitionReplicas(partition, frozenset(racks)))
         result[topic] = rows
     return result
+
+
+def drop_connection(client: Any, node_id: int) -> None:
+    """Close the coordination connection to ``node_id``: its requests in flight fail at once."""
+    from aiokafka.client import ConnectionGroup
+    from aiokafka.conn import CloseReason
+
+    conn = client._conns.get((node_id, ConnectionGroup.COORDINATION))
+    if conn is not None:
+        conn.close(reason=CloseReason.CONNECTION_BROKEN)
 
 
 def is_timeout(error: BaseException) -> bool:

@@ -38,7 +38,6 @@ from staticconsumer.errors import (
 )
 from staticconsumer.protocol import (
     CONSUMER_PROTOCOL_TYPE,
-    KEY_TYPE_GROUP,
     Assignment,
     DescribedGroupMember,
     DescribeGroupsRequest,
@@ -53,6 +52,8 @@ from staticconsumer.protocol import (
     Message,
     Subscription,
     TopicPartitions,
+    coordinator_answer,
+    find_group_coordinator,
 )
 from staticconsumer.settings import DEFAULT_PREFIX, Settings
 
@@ -440,21 +441,13 @@ class GroupAdmin:
         if cached is not None:
             return cached
 
-        def build(version: int) -> FindCoordinatorRequest:
-            if version >= 4:
-                return FindCoordinatorRequest(key_type=KEY_TYPE_GROUP, coordinator_keys=[group])
-            if version >= 1:
-                return FindCoordinatorRequest(key=group, key_type=KEY_TYPE_GROUP)
-            return FindCoordinatorRequest(key=group)
-
         response = await self._exchange(
-            _aiokafka.any_node(self._require_client()), FindCoordinatorRequest, build
+            _aiokafka.any_node(self._require_client()),
+            FindCoordinatorRequest,
+            functools.partial(find_group_coordinator, group),
         )
         assert isinstance(response, FindCoordinatorResponse)
-        if response.coordinators:
-            code, node = response.coordinators[0].error_code, response.coordinators[0].node_id
-        else:
-            code, node = response.error_code, response.node_id
+        code, node = coordinator_answer(response)
         self._check(code, group, *access)
         self._coordinators[group] = node
         return node

@@ -1,7 +1,8 @@
 """Turns membership machine steps into event log records (a ``MembershipObserver``).
 
-The machine already says everything worth logging: the events it handled and the actions it returned.
-So the log is derived from those, on the membership loop, without a second source of truth. The
+The machine already says everything worth logging: its protocol-neutral milestones and the actions it
+returned. So the log is derived from those, on the membership thread, without a second source of truth,
+and reads every group protocol the same way. The
 observer is cheap (a few attribute reads and one encode per record) and never raises into the driver.
 """
 
@@ -15,7 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from staticconsumer.errors import ConfigurationError, ErrorCode, FencedInstanceIdError
-from staticconsumer.membership import MembershipMachine, TopicPartition, actions, events
+from staticconsumer.membership import MemberView, TopicPartition, actions, events
+from staticconsumer.membership.observe import HeartbeatFailed, Joined, JoinStarted, Leaving, Milestone
 
 from . import schema
 from .sinks import KafkaSink, RotatingFileSink, Sink
@@ -97,28 +99,35 @@ class EventLog:
 
     # -- MembershipObserver ------------------------------------------------------------------
 
-    def observe(
-        self, event: events.Event, produced: Sequence[actions.Action], machine: MembershipMachine
-    ) -> None:
+    def observe(self, event: events.Event, produced: Sequence[actions.Action], machine: MemberView) -> None:
         if isinstance(event, events.Start):
             self._emit(schema.Joining, machine)
-        elif isinstance(event, events.JoinGroupResponse) and event.error_code == ErrorCode.NONE:
-            self._leader = event.leader_id
-            self._skip_assignment = event.skip_assignment
-        elif isinstance(event, events.HeartbeatResponse) and event.error_code != ErrorCode.NONE:
-            self._emit(
-                schema.HeartbeatFailed, machine, error=_code_name(event.error_code), code=event.error_code
-            )
+        for milestone in machine.milestones:
+            self._on_milestone(milestone, machine)
         for action in produced:
             self._on_action(action, machine)
         self._maybe_report_drops(machine, force=any(isinstance(a, actions.Stopped) for a in produced))
 
-    def _on_action(self, action: actions.Action, machine: MembershipMachine) -> None:
-        if isinstance(action, actions.SendJoinGroup):
+    def _on_milestone(self, milestone: Milestone, machine: MemberView) -> None:
+        if isinstance(milestone, JoinStarted):
             if self._joined_once:
-                self._emit(schema.Rejoin, machine, reason=action.reason)
+                self._emit(schema.Rejoin, machine, reason=milestone.reason)
             self._joined_once = True
-        elif isinstance(action, actions.PartitionsAssigned):
+        elif isinstance(milestone, Joined):
+            self._leader = milestone.leader_id
+            self._skip_assignment = milestone.assignment_skipped
+        elif isinstance(milestone, HeartbeatFailed):
+            self._emit(
+                schema.HeartbeatFailed,
+                machine,
+                error=_code_name(milestone.error_code),
+                code=milestone.error_code,
+            )
+        elif isinstance(milestone, Leaving):
+            self._emit(schema.Leaving, machine, reason=milestone.reason)
+
+    def _on_action(self, action: actions.Action, machine: MemberView) -> None:
+        if isinstance(action, actions.PartitionsAssigned):
             self._emit(
                 schema.Synced,
                 machine,
@@ -154,13 +163,10 @@ class EventLog:
                 self._emit(schema.Fenced, machine, error=str(action.error))
             else:
                 self._emit(schema.Failed, machine, error=f"{type(action.error).__name__}: {action.error}")
-        elif isinstance(action, actions.SendLeaveGroup):
-            reason = "; ".join(member.reason for member in action.members)
-            self._emit(schema.Leaving, machine, reason=reason)
         elif isinstance(action, actions.Stopped):
             self._emit(schema.Stopped, machine, error=None if action.error is None else str(action.error))
 
-    def _maybe_report_drops(self, machine: MembershipMachine, force: bool) -> None:
+    def _maybe_report_drops(self, machine: MemberView, force: bool) -> None:
         now = time.monotonic()
         if self._last_report is None:
             self._last_report = now
@@ -172,7 +178,7 @@ class EventLog:
                 self._reported[sink.name] = sink.dropped
                 self._emit(schema.Dropped, machine, sink=sink.name, dropped=sink.dropped)
 
-    def _emit(self, record_type: type[schema.Record], machine: MembershipMachine, **fields: Any) -> None:
+    def _emit(self, record_type: type[schema.Record], machine: MemberView, **fields: Any) -> None:
         config = machine.config
         fields.setdefault("generation", machine.generation)
         record = record_type(

@@ -18,6 +18,7 @@ from staticconsumer.errors import (
     CommitFailedError,
     CoordinatorNotAvailableError,
     DecodeError,
+    EncodeError,
     ErrorCode,
     FencedInstanceIdError,
     InconsistentGroupProtocolError,
@@ -26,6 +27,8 @@ from staticconsumer.errors import (
     RebalanceInProgressError,
     RequestTimedOutError,
     StaticConsumerError,
+    StaticMembershipUnsupportedError,
+    UnsupportedVersionError,
     broker_error,
 )
 from staticconsumer.protocol._base import truncate_reason
@@ -155,6 +158,11 @@ class ClassicMachine:
         return self._rebalance_protocol
 
     @property
+    def backoff(self) -> Backoff:
+        """The retry policy this member follows (the runtime backs off its own retries with it too)."""
+        return self._backoff
+
+    @property
     def state(self) -> MemberState:
         """Lifecycle state when not running, else the group phase (Java's MemberState)."""
         return self._phase if self._life is _Life.RUNNING else _LIFE_STATE[self._life]
@@ -275,6 +283,8 @@ class ClassicMachine:
                 self._on_leave_done(event.token, event.error_code)
             case ev.RequestFailed():
                 self._on_request_failed(event)
+            case ev.Unrecoverable():
+                self._fail(event.error)
             case ev.AssignmentComputed():
                 self._on_assignment_computed(event)
             case ev.AssignmentFailed():
@@ -1059,6 +1069,21 @@ class ClassicMachine:
     def _on_request_failed(self, event: ev.RequestFailed) -> None:
         request = self._requests.take(event.token)
         if request is None:
+            return
+        if event.kind is FailureKind.UNSUPPORTED_VERSION:
+            self._fail(
+                StaticMembershipUnsupportedError(event.detail)
+                if self._config.is_static
+                else UnsupportedVersionError(event.detail)
+            )
+            return
+        if event.kind is FailureKind.INVALID_REQUEST:
+            unencodable = EncodeError(f"{request.kind.value} could not be encoded: {event.detail}")
+            pending = self._commits.take(event.token.request_id)
+            if pending is not None:
+                self._complete_commit(pending, unencodable)
+            else:
+                self._fail(unencodable)
             return
         reason = f"request {event.token.request_id} {event.kind.value}"
         kind = request.kind

@@ -52,7 +52,8 @@ class FindCoordinatorResponse(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CoordinatorDisconnected(Event):
-    """The coordinator connection dropped while no request was waiting on it."""
+    """The coordinator connection dropped, or a request outside the machine (OffsetFetch) was told the
+    coordinator moved: rediscover it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +110,16 @@ class RequestFailed(Event):
 
     token: RequestToken
     kind: FailureKind = FailureKind.DISCONNECTED
+    detail: str = ""
+    """What went wrong, in words (for UNSUPPORTED_VERSION and INVALID_REQUEST it becomes the error)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unrecoverable(Event):
+    """Something outside the machine's requests failed for good (for example the committed offsets of
+    assigned partitions cannot be read): the member ends with ``error``."""
+
+    error: Exception
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

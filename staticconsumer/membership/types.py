@@ -59,6 +59,10 @@ class FailureKind(enum.Enum):
 
     DISCONNECTED = "disconnected"
     TIMED_OUT = "timed out"
+    UNSUPPORTED_VERSION = "not supported by the broker"
+    """No version both sides speak can carry the request (e.g. an instance id to a pre-2.3 broker)."""
+    INVALID_REQUEST = "could not be encoded"
+    """What the request was built from cannot go on the wire (nothing was sent)."""
 
 
 class MemberState(enum.Enum):

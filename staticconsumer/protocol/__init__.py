@@ -34,7 +34,9 @@ from staticconsumer.protocol.consumer import (
     Assignment,
     Subscription,
     TopicPartitions,
+    assigned_partitions,
     payload_version,
+    subscribed_topics,
 )
 from staticconsumer.protocol.coordinator import (
     KEY_TYPE_GROUP,
@@ -42,6 +44,8 @@ from staticconsumer.protocol.coordinator import (
     Coordinator,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    coordinator_answer,
+    find_group_coordinator,
 )
 from staticconsumer.protocol.group import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -200,6 +204,8 @@ __all__ = [
     "SyncGroupResponse",
     "TaggedFields",
     "TopicPartitions",
+    "assigned_partitions",
+    "coordinator_answer",
     "decode_cooperative_user_data",
     "decode_request_header",
     "decode_response",
@@ -210,7 +216,9 @@ __all__ = [
     "encode_request_header",
     "encode_response",
     "encode_sticky_user_data",
+    "find_group_coordinator",
     "frame",
     "payload_version",
+    "subscribed_topics",
     "truncate_reason",
 ]

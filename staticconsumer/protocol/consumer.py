@@ -129,3 +129,15 @@ class Assignment(msgspec.Struct):
         except _DECODE_FAILURES as exc:
             raise DecodeError(f"ConsumerProtocolAssignment: {type(exc).__name__}: {exc}") from exc
         return cls(assigned, user_data)
+
+
+def assigned_partitions(data: bytes) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs of an encoded Assignment; empty bytes (a member given nothing) is none."""
+    if not data:
+        return []
+    return [(tp.topic, p) for tp in Assignment.decode(data).assigned_partitions for p in tp.partitions]
+
+
+def subscribed_topics(data: bytes) -> list[str]:
+    """The topics of an encoded Subscription (a member's JoinGroup metadata)."""
+    return list(Subscription.decode(data).topics)

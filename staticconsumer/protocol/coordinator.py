@@ -125,3 +125,20 @@ class FindCoordinatorResponse(Message):
             for _ in range(r.array_len())
         ]
         return cls(throttle_time_ms, 0, None, 0, "", 0, coordinators, r.tagged())
+
+
+def find_group_coordinator(group: str, version: int) -> FindCoordinatorRequest:
+    """FindCoordinator for a consumer group at ``version`` (the key moved into a batch at v4)."""
+    if version >= 4:
+        return FindCoordinatorRequest(key_type=KEY_TYPE_GROUP, coordinator_keys=[group])
+    if version >= 1:
+        return FindCoordinatorRequest(key=group, key_type=KEY_TYPE_GROUP)
+    return FindCoordinatorRequest(key=group)
+
+
+def coordinator_answer(response: FindCoordinatorResponse) -> tuple[int, int]:
+    """(error code, coordinator node id) of a one-group FindCoordinator, whatever its version."""
+    if response.coordinators:
+        found = response.coordinators[0]
+        return found.error_code, found.node_id
+    return response.error_code, response.node_id

@@ -7,7 +7,7 @@ docs/telemetry.md for every span, attribute and metric.
 
 from __future__ import annotations
 
-from staticconsumer.driver import MembershipObserver
+from staticconsumer.membership import MembershipObserver
 
 from . import attributes
 from .observer import TelemetryObserver, error_type_of, error_type_of_code

@@ -26,11 +26,11 @@ from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observa
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from staticconsumer.driver import MembershipObserver
 from staticconsumer.errors import BrokerError, ErrorCode, FencedInstanceIdError
-from staticconsumer.membership import MembershipMachine, OffsetAndMetadata, TopicPartition
+from staticconsumer.membership import MembershipObserver, MemberView, OffsetAndMetadata, TopicPartition
 from staticconsumer.membership import actions as act
 from staticconsumer.membership import events as ev
+from staticconsumer.membership.observe import Joined, JoinStarted, Milestone
 from staticconsumer.membership.types import FailureKind, ReleaseReason
 
 from . import attributes as a
@@ -49,6 +49,8 @@ _SHORT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 _FAILURE_ERROR_TYPE = {
     FailureKind.TIMED_OUT: ErrorCode.REQUEST_TIMED_OUT.name,
     FailureKind.DISCONNECTED: ErrorCode.NETWORK_EXCEPTION.name,
+    FailureKind.UNSUPPORTED_VERSION: ErrorCode.UNSUPPORTED_VERSION.name,
+    FailureKind.INVALID_REQUEST: ErrorCode.INVALID_REQUEST.name,
 }
 """A request with no answer is named by Kafka's own error for the condition."""
 
@@ -294,7 +296,7 @@ class TelemetryObserver(MembershipObserver):
 
     # -- the hook ---------------------------------------------------------------------------------
 
-    def observe(self, event: ev.Event, produced: Sequence[act.Action], machine: MembershipMachine) -> None:
+    def observe(self, event: ev.Event, produced: Sequence[act.Action], machine: MemberView) -> None:
         """Turn one machine step into spans and measurements."""
         if not produced and type(event) in _QUIET_EVENTS:
             return  # the per-poll path: nothing happened to the membership
@@ -303,13 +305,15 @@ class TelemetryObserver(MembershipObserver):
         fatal = next((x.error for x in produced if isinstance(x, act.Fatal)), None)
         newly_fenced = isinstance(fatal, FencedInstanceIdError) and not self._ended
         self._on_event(event, machine, newly_fenced)
+        for milestone in machine.milestones:
+            self._on_milestone(milestone, event.now)
         for action in produced:
             self._on_action(action, event, machine, newly_fenced)
         if newly_fenced and not self._fence_reported:
             # After every action: a fenced commit's verdict comes after the Fatal it caused.
             self._report_fence_alone(event.now)
 
-    def _bind(self, machine: MembershipMachine) -> None:
+    def _bind(self, machine: MemberView) -> None:
         """Identity attributes come from the machine's config: the only place that knows them all."""
         config = machine.config
         base: Attributes = {
@@ -340,7 +344,7 @@ class TelemetryObserver(MembershipObserver):
 
     # -- events -----------------------------------------------------------------------------------
 
-    def _on_event(self, event: ev.Event, machine: MembershipMachine, newly_fenced: bool) -> None:
+    def _on_event(self, event: ev.Event, machine: MemberView, newly_fenced: bool) -> None:
         match event:
             case ev.Start():
                 self._open_episode(event.now)
@@ -461,10 +465,27 @@ class TelemetryObserver(MembershipObserver):
             span.add_event(a.EVENT_HEARTBEAT_FAILED, {a.ERROR_TYPE: error_type}, timestamp=self._ns(now))
         span.end(end_time=self._ns(now))
 
+    # -- milestones (the same under every protocol) -------------------------------------------------
+
+    def _on_milestone(self, milestone: Milestone, now: float) -> None:
+        match milestone:
+            case JoinStarted():
+                episode = self._ensure_episode(now)
+                episode.join_attempts += 1
+                if not episode.reason and milestone.reason:
+                    episode.reason = milestone.reason
+            case Joined():
+                episode = self._ensure_episode(now)
+                episode.leader = milestone.leader
+                episode.assignment_skipped = milestone.assignment_skipped
+                episode.leadership_guessed = milestone.leadership_guessed
+            case _:
+                pass
+
     # -- actions ----------------------------------------------------------------------------------
 
     def _on_action(
-        self, action: act.Action, event: ev.Event, machine: MembershipMachine, newly_fenced: bool
+        self, action: act.Action, event: ev.Event, machine: MemberView, newly_fenced: bool
     ) -> None:
         now = event.now
         match action:
@@ -472,10 +493,6 @@ class TelemetryObserver(MembershipObserver):
                 if self._episode is not None:
                     self._start_request(action.token.request_id, a.SPAN_FIND_COORDINATOR, now, {})
             case act.SendJoinGroup():
-                episode = self._ensure_episode(now)
-                episode.join_attempts += 1
-                if not episode.reason and action.reason:
-                    episode.reason = action.reason
                 attrs: Attributes = {}
                 if action.member_id:
                     attrs[a.MEMBER_ID] = action.member_id
@@ -490,12 +507,6 @@ class TelemetryObserver(MembershipObserver):
                     now,
                     {a.MEMBER_ID: action.member_id, a.GENERATION: action.generation},
                 )
-            case act.LeaderElected():
-                episode = self._ensure_episode(now)
-                episode.leader = True
-                episode.assignment_skipped = action.skip_assignment
-            case act.LeadershipGuessed():
-                self._ensure_episode(now).leadership_guessed = True
             case act.PartitionsRevoked():
                 self._callbacks[action.callback_id] = ("revoked", now)
                 self._count_partitions(self._instruments.partitions_revoked, action.partitions, action.reason)
@@ -572,7 +583,7 @@ class TelemetryObserver(MembershipObserver):
         )
         self._requests[rid] = _Request(span, episode)
 
-    def _episode_attributes(self, episode: _Episode, machine: MembershipMachine | None) -> Attributes:
+    def _episode_attributes(self, episode: _Episode, machine: MemberView | None) -> Attributes:
         attrs: Attributes = {
             a.GENERATION_BEFORE: episode.generation_before,
             a.LEADER: episode.leader,
@@ -593,7 +604,7 @@ class TelemetryObserver(MembershipObserver):
         return attrs
 
     def _finish_episode_stable(
-        self, episode: _Episode, now: float, generation: int, machine: MembershipMachine
+        self, episode: _Episode, now: float, generation: int, machine: MemberView
     ) -> None:
         before = self._last_stable_generation
         if before is None:

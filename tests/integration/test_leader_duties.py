@@ -170,8 +170,8 @@ async def test_below_join_group_v9_a_returning_leader_guesses_and_keeps_the_duti
             await until_assigned(leader)
             assert leader.generation == generation
             assert not leader.is_leader, "below v9 the broker names the old leader id"
-            assert leader._driver is not None
-            assert leader._driver.machine.leadership_guessed, "but it carries our instance id"
+            assert leader._membership is not None
+            assert leader._membership.snapshot.leadership_guessed, "but it carries our instance id"
             grown_at = time.monotonic()
             kafka_broker.add_partitions(unique_topic, 3)
             await produce(bootstrap, unique_topic, 30)

@@ -145,7 +145,6 @@ async def test_static_restart_within_session_timeout_causes_no_rebalance(
         events_before = len(stay_listener.events)
         wire = RequestRecorder()
         bounce._request_hook = wire  # observe the stop of this very instance
-        bounce._driver._on_request = wire  # type: ignore[union-attr]
         await bounce.stop()
         assert not wire.of("LeaveGroupRequest")
         described = await describe_group(bootstrap, unique_group)

@@ -8,15 +8,8 @@ import pytest
 
 from staticconsumer import _aiokafka
 from staticconsumer.consumer import StaticConsumer
-from staticconsumer.driver import StaticMembershipUnsupportedError
-from staticconsumer.errors import ConfigurationError
-
-
-class _Client:
-    closed = False
-
-    async def close(self) -> None:
-        self.closed = True
+from staticconsumer.errors import ConfigurationError, StaticMembershipUnsupportedError
+from staticconsumer.runtime.thread import check_static_membership_supported
 
 
 @pytest.mark.parametrize(("api_key", "offered"), [(11, (0, 4)), (14, (0, 2)), (12, (0, 2)), (8, (2, 6))])
@@ -30,10 +23,8 @@ async def test_broker_too_old_for_instance_ids_is_refused_at_start(
 
     monkeypatch.setattr(_aiokafka, "any_node", lambda client: 1)
     monkeypatch.setattr(_aiokafka, "broker_versions", versions)
-    consumer = StaticConsumer("t", bootstrap_servers="127.0.0.1:1", group_id="g", group_instance_id="pod-0")
-    consumer._client = _Client()
     with pytest.raises(StaticMembershipUnsupportedError, match=r"group\.instance\.id needs v\d\+"):
-        await consumer._check_static_membership_supported()
+        await check_static_membership_supported(object())
 
 
 def test_topics_and_pattern_together_are_refused() -> None:

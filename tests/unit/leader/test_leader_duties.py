@@ -5,13 +5,13 @@ from __future__ import annotations
 from staticconsumer.leader import (
     DescribedMember,
     GroupView,
-    LeaderDuties,
     MetadataWatch,
     audit_reason,
     metadata_change,
     unowned_partitions,
 )
 from staticconsumer.membership import TopicPartition as TP
+from staticconsumer.runtime.duties import LeaderDuties
 
 
 def test_metadata_change_names_growth_new_and_vanished_topics_and_ignores_unwatched() -> None:

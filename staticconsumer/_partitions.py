@@ -1,0 +1,203 @@
+"""The application's side of ownership: what it fetches, what it has buffered, where it is in each
+partition, and the user's listener. This is the PartitionOwner the membership thread drives.
+
+One record per partition the application holds (fetching, or stopped and waiting for its revoke to
+finish), so a partition's position, buffer and fetch state can never disagree. Every method runs on the
+application's event loop.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
+from aiokafka.structs import TopicPartition as KafkaTopicPartition
+
+from staticconsumer.listener import ListenerCall, call_listener
+from staticconsumer.membership import OffsetAndMetadata, ReleaseReason, TopicPartition
+from staticconsumer.runtime.owner import MemberSnapshot
+
+Partitions = frozenset[TopicPartition]
+Records = dict[TopicPartition, list[ConsumerRecord[Any, Any]]]
+
+
+def _kafka(tp: TopicPartition) -> KafkaTopicPartition:
+    return KafkaTopicPartition(tp.topic, tp.partition)
+
+
+@dataclass(slots=True)
+class _Held:
+    """One partition the application holds."""
+
+    position: int | None
+    """The next offset to hand to the application (committed offset, then after each returned record);
+    None until known (no committed offset and nothing returned yet)."""
+    fetching: bool = True
+    buffer: collections.deque[ConsumerRecord[Any, Any]] = field(default_factory=collections.deque)
+
+
+class ApplicationPartitions:
+    """Implements the membership's PartitionOwner for one StaticConsumer."""
+
+    def __init__(self, listener: object, on_change: Callable[[], None]) -> None:
+        self.listener = listener
+        self.fetcher: AIOKafkaConsumer | None = None
+        self.snapshot = MemberSnapshot()
+        self._held: dict[TopicPartition, _Held] = {}
+        self._fetching: Partitions = frozenset()
+        self._paused: set[TopicPartition] = set()
+        self._on_change = on_change
+
+    # -- what the consumer reads --------------------------------------------------------------------
+
+    @property
+    def fetching(self) -> Partitions:
+        """The partitions owned and fetched right now."""
+        return self._fetching
+
+    def positions(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Positions after the records returned to the application: owned partitions, plus those being
+        revoked right now (fetching stops before the revoke callback, but their progress must still be
+        committed by it or inside it)."""
+        return {tp: OffsetAndMetadata(h.position) for tp, h in self._held.items() if h.position is not None}
+
+    # -- buffered records ---------------------------------------------------------------------------
+
+    def take(self, wanted: Partitions, max_records: int | None) -> Records:
+        """Buffered records of fetched partitions (up to ``max_records``), oldest first per partition."""
+        result: Records = {}
+        budget = max_records if max_records is not None else sys.maxsize
+        for tp, held in self._held.items():
+            if budget <= 0:
+                break
+            if not held.buffer or (wanted and tp not in wanted):
+                continue
+            queue = held.buffer
+            if len(queue) <= budget:
+                rows = list(queue)
+                queue.clear()
+            else:
+                rows = [queue.popleft() for _ in range(budget)]
+            result[tp] = rows
+            budget -= len(rows)
+        return result
+
+    def buffer(self, records: Records) -> None:
+        for tp, rows in records.items():
+            held = self._held.get(tp)
+            if held is not None and held.fetching:
+                held.buffer.extend(rows)
+
+    def returned(self, result: Mapping[TopicPartition, list[ConsumerRecord[Any, Any]]]) -> None:
+        """Records handed to the application move the positions that commits will use."""
+        for tp, rows in result.items():
+            held = self._held.get(tp)
+            if held is not None:
+                held.position = rows[-1].offset + 1
+
+    def drop_buffered(self, partitions: tuple[TopicPartition, ...]) -> None:
+        """Forget buffered records (after a seek): they are fetched again from the new position."""
+        for tp in partitions or tuple(self._held):
+            held = self._held.get(TopicPartition(tp.topic, tp.partition))
+            if held is not None:
+                held.buffer.clear()
+
+    def sought(self, partition: TopicPartition, offset: int) -> None:
+        held = self._held.get(partition)
+        if held is not None:
+            held.buffer.clear()
+            held.position = offset
+
+    # -- pause -------------------------------------------------------------------------------------
+
+    def pause(self, partitions: tuple[TopicPartition, ...]) -> None:
+        self._paused.update(TopicPartition(p.topic, p.partition) for p in partitions)
+
+    def resume(self, partitions: tuple[TopicPartition, ...]) -> None:
+        self._paused.difference_update(TopicPartition(p.topic, p.partition) for p in partitions)
+
+    # -- PartitionOwner -----------------------------------------------------------------------------
+
+    def stop_fetching(self, partitions: Partitions | None) -> None:
+        stopping = (
+            tuple(self._held) if partitions is None else tuple(p for p in partitions if p in self._held)
+        )
+        for tp in stopping:
+            held = self._held[tp]
+            held.fetching = False
+            held.buffer.clear()
+        self._fetching = frozenset(tp for tp, h in self._held.items() if h.fetching)
+        if self.fetcher is not None:
+            with contextlib.suppress(Exception):
+                if partitions is None or not self._fetching:
+                    self.fetcher.assign([])
+                else:  # the rest keep fetching untouched; reassigned when the revoke is done
+                    self.fetcher.pause(*(_kafka(tp) for tp in stopping))
+        self._on_change()
+
+    async def revoke(
+        self, partitions: Partitions, reason: ReleaseReason, collect_positions: bool
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        await call_listener(self.listener, ListenerCall.REVOKED, partitions)
+        positions = self.positions()
+        collected = {tp: positions[tp] for tp in partitions if tp in positions} if collect_positions else {}
+        await self._forget(partitions)
+        return collected
+
+    async def lose(self, partitions: Partitions, reason: ReleaseReason) -> None:
+        await self._forget(partitions)  # another member may own them already: never commit these
+        await call_listener(self.listener, ListenerCall.LOST, partitions)
+
+    async def assign(
+        self,
+        partitions: Partitions,
+        owned: Partitions,
+        generation: int,
+        committed: Mapping[TopicPartition, int],
+    ) -> None:
+        for tp in partitions:
+            offset = committed.get(tp, -1)
+            self._held[tp] = _Held(position=offset if offset >= 0 else None)
+        await self._refetch(
+            {tp: offset for tp, offset in committed.items() if tp in partitions and offset >= 0}
+        )
+        self._on_change()
+        await call_listener(self.listener, ListenerCall.ASSIGNED, partitions)
+
+    def membership_changed(self, snapshot: MemberSnapshot) -> None:
+        self.snapshot = snapshot
+        if snapshot.fatal_error is not None:
+            self.stop_fetching(None)
+            self._held.clear()  # a finished member commits nothing more
+        self._on_change()
+
+    # -- the fetcher --------------------------------------------------------------------------------
+
+    async def _forget(self, partitions: Partitions) -> None:
+        for tp in partitions:
+            self._held.pop(tp, None)
+        self._paused.difference_update(partitions)
+        await self._refetch({})
+
+    async def _refetch(self, seeks: Mapping[TopicPartition, int]) -> None:
+        """Point the fetcher at the partitions being fetched; those it already fetched keep their place."""
+        self._fetching = frozenset(tp for tp, h in self._held.items() if h.fetching)
+        fetcher = self.fetcher
+        if fetcher is None:
+            return
+        current = {TopicPartition(tp.topic, tp.partition) for tp in fetcher.assignment()}
+        if current == set(self._fetching) and not seeks:
+            return
+        kept = (current & self._fetching) - set(seeks)
+        places = {tp: await fetcher.position(_kafka(tp)) for tp in kept}
+        fetcher.assign([_kafka(tp) for tp in self._fetching])
+        for tp, offset in {**places, **seeks}.items():
+            fetcher.seek(_kafka(tp), offset)
+        paused = self._paused & self._fetching
+        if paused:
+            fetcher.pause(*(_kafka(tp) for tp in paused))

@@ -1,0 +1,134 @@
+"""The leader's duties over time: a metadata watch while leading, and one ownership audit per generation.
+
+The decisions are pure (staticconsumer/leader.py); this runs them on the membership thread, with all
+I/O passed in as callables, so it is testable without a broker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from staticconsumer.leader import GroupView, MetadataWatch, PartitionCounts, audit_reason, unowned_partitions
+
+log = logging.getLogger("staticconsumer.leader")
+
+
+CountsFetcher = Callable[[frozenset[str]], Awaitable[dict[str, int]]]
+GroupDescriber = Callable[[], Awaitable[GroupView | None]]
+RejoinRequester = Callable[[str], None]
+
+
+class LeaderDuties:
+    """Runs the duties above for one consumer: a periodic metadata check while leading, and one
+    assignment audit per generation for every member (its own topics; the leader's, everyone's).
+
+    All I/O comes in as callables, so the logic is testable without a broker.
+    """
+
+    def __init__(
+        self,
+        *,
+        own_topics: Callable[[], frozenset[str]],
+        refresh_interval: float,
+        partition_counts: CountsFetcher,
+        describe: GroupDescriber,
+        rejoin: RejoinRequester,
+    ) -> None:
+        self._own_topics = own_topics
+        self._interval = refresh_interval
+        self._partition_counts = partition_counts
+        self._describe = describe
+        self._rejoin = rejoin
+        self.watch: MetadataWatch | None = None
+        self._audit_generation: int | None = None
+        self._audited: set[int] = set()
+        self._wake = anyio.Event()
+
+    # -- inputs from the driver -----------------------------------------------------------------
+
+    def leader_elected(
+        self, generation: int, group_topics: frozenset[str], counts: PartitionCounts | None
+    ) -> None:
+        """We lead ``generation``; ``counts`` are the partitions the assignment was computed from, if any."""
+        watched = group_topics | self._own_topics()
+        snapshot = dict(counts) if counts is not None else {}
+        self.watch = MetadataWatch(generation, watched, snapshot, leader=True)
+        if counts is None:
+            self._wake.set()  # take the snapshot now (SkipAssignment: nothing was computed)
+
+    def leadership_guessed(self, generation: int) -> None:
+        """A below-v9 broker named a leader minted for our instance id: lead, learning members by describe."""
+        self.watch = MetadataWatch(generation, self._own_topics(), {}, leader=True)
+        self._wake.set()
+
+    def assigned(self, generation: int, leading: bool) -> None:
+        """Stable in ``generation``: audit the coordinator's assignment once for this generation."""
+        if not leading and (self.watch is None or self.watch.generation != generation):
+            self.watch = MetadataWatch(generation, self._own_topics(), {}, leader=False)
+        if generation not in self._audited:
+            self._audit_generation = generation
+            self._wake.set()
+
+    def membership_lost(self) -> None:
+        """No generation any more (rejoining, fenced, stopped): nothing to watch until the next one."""
+        self.watch = None
+        self._audit_generation = None
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Forever: audit when asked, check metadata every refresh interval while leading."""
+        while True:
+            with anyio.move_on_after(self._interval):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            try:
+                await self.step()
+            except Exception as error:  # metadata or describe failed: try again next interval
+                log.info("leader duties skipped a round: %r", error)
+
+    async def step(self) -> None:
+        watch = self.watch
+        if watch is None:
+            return
+        if watch.leader and not watch.snapshot:
+            await self._complete_snapshot(watch)
+            return
+        if self._audit_generation == watch.generation:
+            self._audit_generation = None
+            self._audited.add(watch.generation)
+            if await self._audit(watch):
+                return
+        if watch.leader:
+            reason = watch.check(await self._partition_counts(watch.watched))
+            if reason is not None and self.watch is watch:
+                self._rejoin(reason)
+
+    async def _complete_snapshot(self, watch: MetadataWatch) -> None:
+        """SkipAssignment or a guessed leadership: learn the members' topics and today's partitions."""
+        view = await self._describe()
+        if view is not None:
+            watch.watched = watch.watched | frozenset(t for m in view.members for t in m.topics)
+        counts = await self._partition_counts(watch.watched)
+        watch.snapshot = {t: counts[t] for t in watch.watched if t in counts}
+        if self._audit_generation is None and watch.generation not in self._audited:
+            self._audit_generation = watch.generation
+        self._wake.set()
+
+    async def _audit(self, watch: MetadataWatch) -> bool:
+        """Rejoin if a partition this member is responsible for is owned by nobody; True if it did."""
+        view = await self._describe()
+        if view is None or view.state != "Stable" or self.watch is not watch:
+            return False
+        topics = watch.watched if watch.leader else self._own_topics()
+        counts = await self._partition_counts(frozenset(topics))
+        owned = [tp for member in view.members for tp in member.assigned]
+        reason = audit_reason(unowned_partitions(topics, counts, owned))
+        if reason is not None and self.watch is watch:
+            watch.reported = True
+            self._rejoin(reason)
+            return True
+        return False

@@ -1,0 +1,471 @@
+"""The mailbox loop that runs one sans-IO membership machine against a real coordinator.
+
+One task owns the machine: it waits for the next event (a response, an application call, a finished
+callback) or the machine's next deadline, feeds it in, and carries out the actions that come back.
+Requests and callbacks run as child tasks of one anyio task group and answer with events, so the loop
+never blocks on the network or on the application, and nothing outlives ``run()``. The loop runs on the
+membership thread (thread.py); it is not thread-safe itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+import assignors as assignor_lib
+from staticconsumer import _aiokafka
+from staticconsumer.errors import (
+    DecodeError,
+    EncodeError,
+    ErrorCode,
+    NoCommonApiVersionError,
+    StaticConsumerError,
+    UnsupportedVersionForFieldError,
+)
+from staticconsumer.leader import DescribedMember, GroupView
+from staticconsumer.membership import (
+    ClassicMachine,
+    FailureKind,
+    GroupProtocol,
+    MembershipObserver,
+    MemberState,
+    OffsetAndMetadata,
+    RequestToken,
+    TopicPartition,
+    actions,
+    events,
+)
+from staticconsumer.protocol import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    Message,
+    Subscription,
+    TopicPartitions,
+    assigned_partitions,
+    subscribed_topics,
+)
+
+from .assignment import compute_assignment, decode_members, topic_infos
+from .duties import LeaderDuties
+from .offsets import fetch_committed
+from .owner import MemberSnapshot, PartitionOwner
+from .requests import REQUESTS, RequestSpec
+from .subscription import Subscription as Topics
+
+log = logging.getLogger("staticconsumer.runtime")
+
+CommitDone = Callable[[Exception | None], None]
+
+
+def encode_subscription(
+    topics: frozenset[str],
+    user_data: bytes | None,
+    rack: str | None,
+    owned: frozenset[TopicPartition],
+    generation: int,
+) -> bytes:
+    """ConsumerProtocolSubscription v3, as the Java client writes it (topics sorted, owned sorted)."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(owned):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return Subscription(
+        topics=sorted(topics),
+        user_data=user_data,
+        owned_partitions=[TopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()],
+        generation_id=generation,
+        rack_id=rack,
+    ).encode()
+
+
+def decode_assignment(data: bytes) -> list[TopicPartition]:
+    """A SyncGroup assignment as partitions (an empty one means the leader gave this member nothing)."""
+    return [TopicPartition(topic, partition) for topic, partition in assigned_partitions(data)]
+
+
+class MembershipLoop:
+    """Owns one membership machine and the coordinator connection of one consumer."""
+
+    def __init__(
+        self,
+        *,
+        machine: ClassicMachine,
+        client: Any,
+        owner: PartitionOwner,
+        assignors: Sequence[assignor_lib.Assignor],
+        topics: Topics,
+        client_rack: str | None,
+        auto_commit_on_revoke: bool,
+        on_request: Callable[[str, int, Message], None] | None = None,
+        observers: Sequence[MembershipObserver] = (),
+        metadata_refresh_ms: int = 300_000,
+        version_caps: Mapping[str, int] | None = None,
+    ) -> None:
+        self.machine = machine
+        self.config = machine.config
+        self._client = client
+        self._owner = owner
+        self._assignors = {a.name: a for a in assignors}
+        self._assignor_order = [a.name for a in assignors]
+        self._topics = topics
+        self._rack = client_rack
+        self._auto_commit_on_revoke = auto_commit_on_revoke
+        self._on_request = on_request
+        self._observers = tuple(observers)
+        self._version_caps = dict(version_caps or {})
+        self._refresh_seconds = metadata_refresh_ms / 1000
+        self.duties = LeaderDuties(
+            own_topics=lambda: self._topics.topics,
+            refresh_interval=self._refresh_seconds,
+            partition_counts=self._partition_counts,
+            describe=self._describe_group,
+            rejoin=self.update_protocols,
+        )
+        self._coordinator: int | None = None
+        self._send: MemoryObjectSendStream[events.Event]
+        self._receive: MemoryObjectReceiveStream[events.Event]
+        self._send, self._receive = anyio.create_memory_object_stream[events.Event](max_buffer_size=10_000)
+        self._commits: dict[int, CommitDone] = {}
+        self._next_commit_id = 0
+        self._task_group: TaskGroup | None = None
+        self._snapshot = MemberSnapshot(rebalance_protocol=machine.rebalance_protocol.value)
+        self.stopped = anyio.Event()
+        self.stop_error: Exception | None = None
+
+    # -- inputs (called on the membership thread) ------------------------------------------------
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+    @property
+    def snapshot(self) -> MemberSnapshot:
+        return self._snapshot
+
+    def post(self, event: events.Event) -> None:
+        """Hand an event to the loop; never blocks (the buffer is far larger than what is in flight)."""
+        self._send.send_nowait(event)
+
+    def begin_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], done: CommitDone) -> None:
+        """Commit ``offsets``; ``done(error)`` is called with the machine's verdict."""
+        if self.stopped.is_set():
+            done(self.stop_error or StaticConsumerError("consumer stopped"))
+            return
+        self._next_commit_id += 1
+        self._commits[self._next_commit_id] = done
+        self.post(
+            events.CommitRequested(now=self.now(), commit_id=self._next_commit_id, offsets=dict(offsets))
+        )
+
+    def stop(self, leave_group: bool) -> None:
+        self.post(events.Stop(now=self.now(), leave_group=leave_group))
+
+    def update_protocols(self, reason: str) -> None:
+        """Rejoin with fresh subscription metadata (the subscription changed, or the leader rebalances)."""
+        self.post(events.UpdateProtocols(now=self.now(), protocols=self.protocols(), reason=reason))
+
+    def protocols(self) -> tuple[GroupProtocol, ...]:
+        topics = self._topics.topics
+        owned = self.machine.assignment
+        generation = self.machine.generation
+        return tuple(
+            GroupProtocol(
+                name,
+                encode_subscription(
+                    topics,
+                    self._assignors[name].subscription_user_data(topics),
+                    self._rack,
+                    owned,
+                    generation,
+                ),
+            )
+            for name in self._assignor_order
+        )
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until the machine reports Stopped. Cancel the calling scope to abandon it."""
+        try:
+            async with anyio.create_task_group() as task_group:
+                self._task_group = task_group
+                task_group.start_soon(self.duties.run)
+                if self._topics.pattern is not None:
+                    await self._refresh_pattern()
+                    task_group.start_soon(self._watch_pattern)
+                await self._step(events.Start(now=self.now(), protocols=self.protocols()))
+                while not self.stopped.is_set():
+                    deadline = self.machine.next_deadline()
+                    event: events.Event | None = None
+                    wait = None if deadline is None else max(0.0, deadline - self.now())
+                    with anyio.move_on_after(wait):
+                        event = await self._receive.receive()
+                    await self._step(event or events.Tick(now=self.now()))
+                task_group.cancel_scope.cancel()
+        finally:
+            self._task_group = None
+            waiting, self._commits = self._commits, {}
+            for done in waiting.values():
+                done(self.stop_error or StaticConsumerError("consumer stopped"))
+            self.stopped.set()
+
+    async def _step(self, event: events.Event) -> None:
+        produced = self.machine.handle(event)
+        for observer in self._observers:
+            try:
+                observer.observe(event, produced, self.machine)
+            except Exception:
+                log.exception("membership observer %r failed; ignoring it for this event", observer)
+        for action in produced:
+            self._dispatch(action)
+        self._publish()
+
+    def _publish(self) -> None:
+        m = self.machine
+        snapshot = MemberSnapshot(
+            state=m.state,
+            member_id=m.member_id,
+            generation=m.generation,
+            is_leader=m.is_leader,
+            leadership_guessed=m.leadership_guessed,
+            protocol_name=m.protocol_name,
+            rebalance_protocol=m.rebalance_protocol.value,
+            assignment=m.assignment,
+            fatal_error=m.fatal_error,
+        )
+        if snapshot != self._snapshot:
+            self._snapshot = snapshot
+            self._owner.membership_changed(snapshot)
+
+    def _spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        assert self._task_group is not None
+        self._task_group.start_soon(work)
+
+    def _dispatch(self, action: actions.Action) -> None:
+        spec = REQUESTS.get(type(action))
+        if spec is not None:
+            self._spawn(lambda: self._request(action, spec))
+        elif isinstance(action, actions.DisconnectCoordinator):
+            log.info("coordinator unknown: %s", action.reason)
+            if self._coordinator is not None:
+                _aiokafka.drop_connection(self._client, self._coordinator)
+            self._coordinator = None
+        elif isinstance(action, actions.LeaderElected):
+            if action.skip_assignment:
+                self.duties.leader_elected(action.generation, action.group_topics, None)
+        elif isinstance(action, actions.RunAssignor):
+            self._spawn(lambda: self._assign(action))
+        elif isinstance(action, actions.LeadershipGuessed):
+            log.info(
+                "JoinGroup below v9 named %s leader of generation %d; it carries our instance id, "
+                "so this member takes up the leader's duties",
+                action.leader_id,
+                action.generation,
+            )
+            self.duties.leadership_guessed(action.generation)
+        elif isinstance(action, actions.StopFetching):
+            if action.partitions is None:
+                self.duties.membership_lost()
+            self._owner.stop_fetching(action.partitions)
+        elif isinstance(action, actions.PartitionsRevoked):
+            self._spawn(lambda: self._revoke(action))
+        elif isinstance(action, actions.PartitionsLost):
+            self._spawn(lambda: self._lose(action))
+        elif isinstance(action, actions.PartitionsAssigned):
+            self._spawn(lambda: self._take(action))
+        elif isinstance(action, actions.CommitCompleted):
+            self._commit_completed(action)
+        elif isinstance(action, actions.Fatal):
+            self.stop_error = action.error
+        elif isinstance(action, actions.Stopped):
+            self.stop_error = action.error or self.stop_error
+            self.stopped.set()
+        else:  # pragma: no cover - a new action type must be handled here
+            raise AssertionError(f"unhandled action {action!r}")
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def _failed(self, token: RequestToken, kind: FailureKind, error: BaseException) -> None:
+        log.info("request %d failed (%s): %r", token.request_id, kind.value, error)
+        self.post(events.RequestFailed(now=self.now(), token=token, kind=kind, detail=str(error)))
+
+    async def _request(self, action: Any, spec: RequestSpec) -> None:
+        """Send one request action at the version the broker speaks; answer the machine with its event."""
+        token: RequestToken = action.token
+        try:
+            if spec.to_coordinator:
+                if self._coordinator is None:
+                    raise ConnectionError("coordinator unknown")
+                node = self._coordinator
+            else:
+                node = _aiokafka.any_node(self._client)
+            coordination = spec.to_coordinator
+            versions = await _aiokafka.broker_versions(self._client, node, coordination=coordination)
+            api = spec.message.API_NAME
+            version = _aiokafka.negotiated_version(versions, spec.message, self._version_caps.get(api))
+            message = spec.build(action, version, self.config)
+            if self._on_request is not None:
+                self._on_request(type(message).__name__, version, message)
+            exchange = await _aiokafka.send(
+                self._client,
+                node,
+                message,
+                coordination=coordination,
+                max_version=version,
+                timeout_ms=spec.timeout_ms(action, self.config),
+            )
+            event = spec.answer(action, exchange.response, self.now())
+        except (UnsupportedVersionForFieldError, NoCommonApiVersionError) as error:
+            self._failed(token, FailureKind.UNSUPPORTED_VERSION, error)
+        except EncodeError as error:
+            self._failed(token, FailureKind.INVALID_REQUEST, error)
+        except DecodeError as error:
+            self._failed(token, FailureKind.DISCONNECTED, error)
+        except Exception as error:  # connection lost, timeout, node not ready: the machine decides
+            kind = FailureKind.TIMED_OUT if _aiokafka.is_timeout(error) else FailureKind.DISCONNECTED
+            self._failed(token, kind, error)
+        else:
+            if isinstance(event, events.FindCoordinatorResponse) and event.error_code == ErrorCode.NONE:
+                self._coordinator = event.node_id
+            self.post(event)
+
+    # -- the leader's step ------------------------------------------------------------------------
+
+    async def _assign(self, a: actions.RunAssignor) -> None:
+        name = a.protocol_name or self._assignor_order[0]
+        try:
+            assignor = self._assignors[name]
+            members = decode_members(a.members)
+            metadata = await _aiokafka.topic_partitions(self._client, a.group_topics)
+            topics = topic_infos(metadata)
+            self.duties.leader_elected(
+                a.generation, a.group_topics, {topic: info.partitions for topic, info in topics.items()}
+            )
+            encoded = compute_assignment(assignor, members, topics)
+        except Exception as error:
+            log.error("the assignment for generation %d failed: %s", a.generation, error, exc_info=error)
+            self.post(events.AssignmentFailed(now=self.now(), generation=a.generation, error=error))
+            return
+        self.post(events.AssignmentComputed(now=self.now(), generation=a.generation, assignments=encoded))
+
+    # -- ownership, carried out by the application ------------------------------------------------
+
+    def _finished(
+        self, callback_id: int, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None
+    ) -> None:
+        self.post(
+            events.CallbackFinished(now=self.now(), callback_id=callback_id, offsets_to_commit=offsets or {})
+        )
+
+    async def _revoke(self, a: actions.PartitionsRevoked) -> None:
+        offsets: Mapping[TopicPartition, OffsetAndMetadata] = {}
+        try:
+            offsets = await self._owner.revoke(a.partitions, a.reason, self._auto_commit_on_revoke)
+        except Exception:
+            log.exception("revoking %d partitions failed in the application; continuing", len(a.partitions))
+        self._finished(a.callback_id, offsets)
+
+    async def _lose(self, a: actions.PartitionsLost) -> None:
+        try:
+            await self._owner.lose(a.partitions, a.reason)
+        except Exception:
+            log.exception("giving up %d lost partitions failed in the application", len(a.partitions))
+        self._finished(a.callback_id)
+
+    async def _take(self, a: actions.PartitionsAssigned) -> None:
+        """Committed offsets first (here, on the coordinator connection), then the application fetches."""
+        try:
+            committed = await self._fetch_committed(a.partitions) if a.partitions else {}
+        except StaticConsumerError as error:
+            self.post(events.Unrecoverable(now=self.now(), error=error))
+            return
+        try:
+            await self._owner.assign(a.partitions, a.owned, a.generation, committed)
+        except Exception:
+            log.exception("assigning %d partitions failed in the application", len(a.partitions))
+        assignor = self._assignors.get(self.machine.protocol_name or "")
+        if assignor is not None:
+            assignor.on_assignment(
+                assignor_lib.MemberAssignment(
+                    partitions=[(tp.topic, tp.partition) for tp in sorted(a.owned)]
+                ),
+                a.generation,
+            )
+        self.duties.assigned(a.generation, self.machine.is_leader or self.machine.leadership_guessed)
+        self._finished(a.callback_id)
+
+    async def _fetch_committed(self, partitions: frozenset[TopicPartition]) -> Mapping[TopicPartition, int]:
+        return await fetch_committed(
+            self._client,
+            self.config.group_id,
+            partitions,
+            coordinator=lambda: self._coordinator,
+            coordinator_moved=lambda: self.post(events.CoordinatorDisconnected(now=self.now())),
+            backoff=self.machine.backoff,
+            request_timeout_ms=self.config.request_timeout_ms,
+        )
+
+    def _commit_completed(self, a: actions.CommitCompleted) -> None:
+        if a.commit_id is None:
+            if a.error is not None:
+                log.warning(
+                    "commit of %d offsets while releasing partitions failed: %s", len(a.offsets), a.error
+                )
+            return
+        done = self._commits.pop(a.commit_id, None)
+        if done is not None:
+            done(a.error)
+
+    # -- metadata, for the leader's duties and pattern subscriptions --------------------------------
+
+    async def _partition_counts(self, topics: frozenset[str]) -> dict[str, int]:
+        metadata = await _aiokafka.topic_partitions(self._client, topics)
+        return {topic: len(rows) for topic, rows in metadata.items()}
+
+    async def _describe_group(self) -> GroupView | None:
+        """The coordinator's view: each member's subscribed topics and its current assignment."""
+        if self._coordinator is None:
+            return None
+        versions = await _aiokafka.broker_versions(self._client, self._coordinator)
+        version = _aiokafka.negotiated_version(versions, DescribeGroupsRequest)
+        exchange = await _aiokafka.send(
+            self._client,
+            self._coordinator,
+            DescribeGroupsRequest(groups=[self.config.group_id]),
+            max_version=version,
+            timeout_ms=self.config.request_timeout_ms,
+        )
+        group = exchange.response_as(DescribeGroupsResponse).groups[0]
+        if group.error_code != ErrorCode.NONE:
+            return None
+        members = tuple(
+            DescribedMember(
+                m.member_id,
+                m.group_instance_id,
+                frozenset(subscribed_topics(m.member_metadata)) if m.member_metadata else frozenset(),
+                tuple(decode_assignment(m.member_assignment)),
+            )
+            for m in group.members
+        )
+        return GroupView(group.group_state, members)
+
+    async def _refresh_pattern(self) -> None:
+        metadata = await _aiokafka.topic_partitions(self._client, None)
+        changed = self._topics.refresh(metadata)
+        if changed is not None and self.machine.state is not MemberState.NOT_STARTED:
+            added, removed = changed
+            self.update_protocols(f"subscription pattern now matches +{sorted(added)} -{sorted(removed)}")
+
+    async def _watch_pattern(self) -> None:
+        """Rejoin with a new subscription when topics matching the pattern appear or disappear."""
+        while True:
+            await anyio.sleep(self._refresh_seconds)
+            try:
+                await self._refresh_pattern()
+            except Exception as error:
+                log.info("metadata refresh for the subscription pattern failed: %s", error)

@@ -1,0 +1,190 @@
+"""Each request action of the machine, as a wire request and back as an event: one table.
+
+A row says which message carries the action, how to build it for the version the broker speaks, how
+its answer becomes the machine's event, how long it may take, and where it goes (the coordinator's
+connection, or any broker for FindCoordinator). The loop sends every row the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from staticconsumer.membership import JoinGroupMember, MembershipConfig, TopicPartition, actions, events
+from staticconsumer.protocol import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberIdentity,
+    Message,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+    coordinator_answer,
+    find_group_coordinator,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """How one action type travels: ``build(action, version, config)``, ``answer(action, response, now)``."""
+
+    message: type[Message]
+    build: Callable[[Any, int, MembershipConfig], Message]
+    answer: Callable[[Any, Any, float], events.Event]
+    timeout_ms: Callable[[Any, MembershipConfig], int]
+    to_coordinator: bool = True
+
+
+def _request_timeout(action: Any, config: MembershipConfig) -> int:
+    return config.request_timeout_ms
+
+
+def _join_timeout(action: Any, config: MembershipConfig) -> int:
+    """The broker parks JoinGroup and SyncGroup up to the rebalance timeout (Java adds 5 s)."""
+    return config.join_request_timeout_ms
+
+
+def _find_coordinator(a: actions.FindCoordinator, version: int, config: MembershipConfig) -> Message:
+    return find_group_coordinator(config.group_id, version)
+
+
+def _found(a: actions.FindCoordinator, r: FindCoordinatorResponse, now: float) -> events.Event:
+    code, node = coordinator_answer(r)
+    return events.FindCoordinatorResponse(
+        now=now, token=a.token, error_code=code, node_id=node if code == 0 else None
+    )
+
+
+def _join(a: actions.SendJoinGroup, version: int, config: MembershipConfig) -> Message:
+    return JoinGroupRequest(
+        group_id=config.group_id,
+        session_timeout_ms=a.session_timeout_ms,
+        rebalance_timeout_ms=a.rebalance_timeout_ms,
+        member_id=a.member_id,
+        group_instance_id=a.group_instance_id,
+        protocol_type=a.protocol_type,
+        protocols=[JoinGroupRequestProtocol(name=p.name, metadata=p.metadata) for p in a.protocols],
+        reason=a.reason if version >= 8 else None,
+    )
+
+
+def _joined(a: actions.SendJoinGroup, r: JoinGroupResponse, now: float) -> events.Event:
+    return events.JoinGroupResponse(
+        now=now,
+        token=a.token,
+        error_code=r.error_code,
+        generation=r.generation_id,
+        protocol_type=r.protocol_type,
+        protocol_name=r.protocol_name,
+        leader_id=r.leader,
+        member_id=r.member_id,
+        skip_assignment=r.skip_assignment,
+        members=tuple(JoinGroupMember(m.member_id, m.group_instance_id, m.metadata) for m in r.members),
+    )
+
+
+def _sync(a: actions.SendSyncGroup, version: int, config: MembershipConfig) -> Message:
+    return SyncGroupRequest(
+        group_id=config.group_id,
+        generation_id=a.generation,
+        member_id=a.member_id,
+        group_instance_id=a.group_instance_id,
+        protocol_type=a.protocol_type if version >= 5 else None,
+        protocol_name=a.protocol_name if version >= 5 else None,
+        assignments=[
+            SyncGroupRequestAssignment(member_id=s.member_id, assignment=s.assignment) for s in a.assignments
+        ],
+    )
+
+
+def _synced(a: actions.SendSyncGroup, r: SyncGroupResponse, now: float) -> events.Event:
+    return events.SyncGroupResponse(
+        now=now,
+        token=a.token,
+        error_code=r.error_code,
+        protocol_type=r.protocol_type,
+        protocol_name=r.protocol_name,
+        assignment=r.assignment,
+    )
+
+
+def _heartbeat(a: actions.SendHeartbeat, version: int, config: MembershipConfig) -> Message:
+    return HeartbeatRequest(
+        group_id=config.group_id,
+        generation_id=a.generation,
+        member_id=a.member_id,
+        group_instance_id=a.group_instance_id,
+    )
+
+
+def _heartbeat_answered(a: actions.SendHeartbeat, r: HeartbeatResponse, now: float) -> events.Event:
+    return events.HeartbeatResponse(now=now, token=a.token, error_code=r.error_code)
+
+
+def _commit(a: actions.SendOffsetCommit, version: int, config: MembershipConfig) -> Message:
+    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
+    for tp, committed in sorted(a.offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitRequestPartition(
+                partition_index=tp.partition,
+                committed_offset=committed.offset,
+                committed_leader_epoch=-1 if committed.leader_epoch is None else committed.leader_epoch,
+                committed_metadata=committed.metadata,
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=config.group_id,
+        generation_id_or_member_epoch=a.generation,
+        member_id=a.member_id,
+        group_instance_id=a.group_instance_id,
+        topics=[OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+    )
+
+
+def _committed(a: actions.SendOffsetCommit, r: OffsetCommitResponse, now: float) -> events.Event:
+    errors = {TopicPartition(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+    return events.OffsetCommitResponse(now=now, token=a.token, partition_errors=errors)
+
+
+def _leave(a: actions.SendLeaveGroup, version: int, config: MembershipConfig) -> Message:
+    return LeaveGroupRequest(
+        group_id=config.group_id,
+        members=[
+            MemberIdentity(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id if version >= 3 else None,
+                reason=m.reason if version >= 5 else None,
+            )
+            for m in a.members
+        ],
+    )
+
+
+def _left(a: actions.SendLeaveGroup, r: LeaveGroupResponse, now: float) -> events.Event:
+    code = r.error_code or next((m.error_code for m in r.members if m.error_code), 0)
+    return events.LeaveGroupResponse(now=now, token=a.token, error_code=code)
+
+
+REQUESTS: dict[type[actions.Action], RequestSpec] = {
+    actions.FindCoordinator: RequestSpec(
+        FindCoordinatorRequest, _find_coordinator, _found, _request_timeout, to_coordinator=False
+    ),
+    actions.SendJoinGroup: RequestSpec(JoinGroupRequest, _join, _joined, lambda a, c: a.request_timeout_ms),
+    actions.SendSyncGroup: RequestSpec(SyncGroupRequest, _sync, _synced, _join_timeout),
+    actions.SendHeartbeat: RequestSpec(HeartbeatRequest, _heartbeat, _heartbeat_answered, _request_timeout),
+    actions.SendOffsetCommit: RequestSpec(OffsetCommitRequest, _commit, _committed, _request_timeout),
+    actions.SendLeaveGroup: RequestSpec(LeaveGroupRequest, _leave, _left, _request_timeout),
+}
+"""Every request action the machine emits (a new one must be added here, or the loop refuses it)."""

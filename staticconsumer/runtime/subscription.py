@@ -1,0 +1,31 @@
+"""What this member subscribes to: a fixed set of topics, or a pattern resolved against cluster metadata."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+
+class Subscription:
+    """Topics by name, or by a regular expression (matched whole, internal ``__`` topics never)."""
+
+    def __init__(self, topics: Iterable[str] = (), pattern: str | None = None) -> None:
+        self.names = frozenset(topics)
+        self.pattern = re.compile(pattern) if pattern else None
+        self._matched: frozenset[str] = frozenset()
+
+    @property
+    def topics(self) -> frozenset[str]:
+        """The topics subscribed right now (for a pattern, those it matched at the last refresh)."""
+        return self._matched if self.pattern is not None else self.names
+
+    def refresh(self, existing: Iterable[str]) -> tuple[frozenset[str], frozenset[str]] | None:
+        """Match the pattern against ``existing`` topics; (added, removed) when that changed the topics."""
+        if self.pattern is None:
+            return None
+        matched = frozenset(t for t in existing if self.pattern.fullmatch(t) and not t.startswith("__"))
+        if matched == self._matched:
+            return None
+        added, removed = matched - self._matched, self._matched - matched
+        self._matched = matched
+        return added, removed

@@ -1,0 +1,185 @@
+"""Membership runs on its own thread: an application that blocks its event loop keeps its place.
+
+Before issue 16 the membership driver was a task on the application's loop, so synchronous work between
+polls delayed heartbeats and got members evicted. These tests block the loop for real (time.sleep and
+busy CPU) against a real broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import pytest
+
+import assignors as assignor_lib
+from staticconsumer.consumer import StaticConsumer
+from staticconsumer.errors import AssignorError
+from staticconsumer.membership import MemberView, actions, events
+from staticconsumer.testing import EmbeddedKafka
+
+from .support import FAST, RecordingListener, consume, eventually, produce
+
+pytestmark = pytest.mark.kafka
+
+
+def block_the_event_loop(seconds: float) -> None:
+    """What a synchronous call does to an asyncio application: no poll, no task, nothing runs."""
+    time.sleep(seconds)
+
+
+def _member(topic: str, bootstrap: str, group: str, instance: str, **overrides: object) -> StaticConsumer:
+    settings = {**FAST, **overrides}
+    return StaticConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        group_instance_id=instance,
+        listener=RecordingListener(),
+        **settings,
+    )
+
+
+async def _settled(members: Sequence[StaticConsumer], partitions: int, within: float = 60) -> None:
+    async def owned() -> bool:
+        for member in members:
+            await member.getmany(timeout_ms=50)
+        generations = {m.generation for m in members}
+        total = sum(len(m.assignment()) for m in members)
+        return total == partitions and len(generations) == 1 and -1 not in generations
+
+    await eventually(owned, within, f"{len(members)} members own all {partitions} partitions, one generation")
+
+
+@pytest.mark.both_versions
+async def test_a_loop_blocked_for_three_session_timeouts_keeps_its_member_id_generation_and_partitions(
+    kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    kafka_broker.create_topic(unique_topic, 4)
+    session_ms = 6000
+    blocked = _member(unique_topic, bootstrap, unique_group, "blocked", max_poll_interval_ms=60_000)
+    other = _member(unique_topic, bootstrap, unique_group, "other", max_poll_interval_ms=60_000)
+    async with blocked, other:
+        await _settled([blocked, other], 4)
+        before = (blocked.member_id, blocked.generation, blocked.assignment())
+        other_before = (other.member_id, other.generation, other.assignment())
+        block_the_event_loop(3 * session_ms / 1000)
+        await produce(bootstrap, unique_topic, 8)
+        await consume(blocked, 1, within=20)
+        assert (blocked.member_id, blocked.generation, blocked.assignment()) == before
+        assert (other.member_id, other.generation, other.assignment()) == other_before, "no rebalance"
+        assert isinstance(blocked._partitions.listener, RecordingListener)
+        assert blocked._partitions.listener.kinds() == ["assigned"], "nothing revoked or lost"
+
+
+async def test_a_loop_blocked_past_max_poll_interval_loses_its_partitions_and_comes_back(
+    kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    kafka_broker.create_topic(unique_topic, 2)
+    stuck = _member(unique_topic, bootstrap, unique_group, "stuck", max_poll_interval_ms=3000)
+    async with stuck:
+        await _settled([stuck], 2)
+        first_member_id = stuck.member_id
+        block_the_event_loop(5)  # longer than max.poll.interval.ms: the application is stuck, not busy
+        listener = stuck._partitions.listener
+        assert isinstance(listener, RecordingListener)
+        await eventually(lambda: "lost" in listener.kinds(), 20, "the stuck member's partitions are lost")
+        await _settled([stuck], 2)
+        assert stuck.member_id != first_member_id, "it rejoined as its own replacement"
+        assert listener.kinds()[:2] == ["assigned", "lost"], "lost, never revoked (not committed)"
+
+
+async def test_twelve_members_in_one_process_with_600_ms_of_cpu_per_batch_are_not_evicted(
+    kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    kafka_broker.create_topic(unique_topic, 24)
+    members = [
+        _member(unique_topic, bootstrap, unique_group, f"worker-{i}", session_timeout_ms=10_000)
+        for i in range(12)
+    ]
+    for member in members:
+        await member.start()
+    try:
+        await _settled(members, 24, within=120)
+        identities = [(m.member_id, m.generation, m.assignment()) for m in members]
+        produced = asyncio.ensure_future(produce(bootstrap, unique_topic, 2400))
+        deadline = time.monotonic() + 60
+        rounds = 0
+        while time.monotonic() < deadline:
+            for member in members:
+                await member.getmany(timeout_ms=0, max_records=50)
+                busy_until = time.process_time() + 0.6
+                while time.process_time() < busy_until:  # 600 ms of CPU, holding the event loop
+                    pass
+            rounds += 1
+        await produced
+        assert rounds >= 5
+        assert [(m.member_id, m.generation, m.assignment()) for m in members] == identities, "nobody evicted"
+        for member in members:
+            listener = member._partitions.listener
+            assert isinstance(listener, RecordingListener)
+            assert "lost" not in listener.kinds()
+            assert "revoked" not in listener.kinds()
+    finally:
+        for member in members:
+            await member.stop()
+
+
+class _FailingTwice(assignor_lib.Assignor):
+    """Raises on its first two plans, then assigns like range: a leader must survive a broken assignor."""
+
+    name = "failing-twice"
+    calls: ClassVar[int] = 0
+
+    def assign(
+        self, members: Sequence[assignor_lib.Member], topics: Mapping[str, assignor_lib.TopicInfo]
+    ) -> assignor_lib.GroupAssignment:
+        type(self).calls += 1
+        if type(self).calls <= 2:
+            raise RuntimeError(f"planned failure {type(self).calls}")
+        return assignor_lib.create("range").assign(members, topics)
+
+
+class _AssignmentFailures:
+    """An observer keeping the errors of the leader's failed assignments."""
+
+    def __init__(self) -> None:
+        self.errors: list[Exception] = []
+
+    def observe(self, event: events.Event, produced: Sequence[actions.Action], machine: MemberView) -> None:
+        if isinstance(event, events.AssignmentFailed):
+            self.errors.append(event.error)
+
+
+async def test_an_assignor_that_raises_is_a_typed_error_and_the_group_keeps_working(
+    kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    kafka_broker.create_topic(unique_topic, 2)
+    _FailingTwice.calls = 0
+    failures = _AssignmentFailures()
+    member = StaticConsumer(
+        unique_topic,
+        bootstrap_servers=bootstrap,
+        group_id=unique_group,
+        group_instance_id="leader",
+        observers=[failures],
+        **FAST,
+    )
+    member._assignors = [_FailingTwice()]
+    async with member:
+        await produce(bootstrap, unique_topic, 4)
+        records = await consume(member, 4, within=30)
+        assert len(records) == 4, "the third plan was used; the application never saw the failures"
+    assert _FailingTwice.calls == 3
+    assert len(failures.errors) == 2
+    for error in failures.errors:
+        assert isinstance(error, AssignorError)
+        assert error.assignor == "failing-twice"
+        assert isinstance(error.__cause__, RuntimeError)
+        assert "failing-twice" in str(error)

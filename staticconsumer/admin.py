@@ -36,6 +36,7 @@ from staticconsumer.errors import (
     UnsupportedVersionForFieldError,
     error_class_for,
 )
+from staticconsumer.membership.backoff import Backoff
 from staticconsumer.protocol import (
     CONSUMER_PROTOCOL_TYPE,
     Assignment,
@@ -474,9 +475,9 @@ class GroupAdmin:
         on_rediscover: Callable[[], None] | None = None,
     ) -> T:
         """Run ``attempt`` until it succeeds or raises for good, backing off between retriable failures
-        from retry.backoff.ms, doubling up to retry.backoff.max.ms, as the Java client does."""
-        backoff = self.settings.retry_backoff_ms / 1000
-        ceiling = max(self.settings.retry_backoff_max_ms / 1000, backoff)
+        with the SDK's one retry policy (retry.backoff.ms doubling up to retry.backoff.max.ms, as Java)."""
+        policy = Backoff(self.settings.retry_backoff_ms, self.settings.retry_backoff_max_ms)
+        failures = 0
         while True:
             try:
                 return await attempt()
@@ -484,7 +485,8 @@ class GroupAdmin:
                 log.info("%s: %r; retrying", what, retry.cause)
                 if retry.rediscover and on_rediscover is not None:
                     on_rediscover()
+                failures += 1
+                backoff = policy.seconds(failures)
                 if time.monotonic() + backoff > deadline:
                     raise AdminTimeoutError(what, self.api_timeout_ms, retry.cause) from retry.cause
                 await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, ceiling)

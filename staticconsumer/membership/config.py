@@ -9,14 +9,33 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from staticconsumer.errors import ConfigurationError, InvalidGroupInstanceIdError
 
 from .types import TopicPartition
 
-if TYPE_CHECKING:
-    from staticconsumer.settings import Settings
+
+class MemberSettings(Protocol):
+    """What the machine reads of a consumer's settings (staticconsumer.settings.Settings has all of it)."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+    @property
+    def session_timeout_ms(self) -> int: ...
+    @property
+    def heartbeat_interval_ms(self) -> int: ...
+    @property
+    def max_poll_interval_ms(self) -> int: ...
+    @property
+    def retry_backoff_ms(self) -> int: ...
+    @property
+    def retry_backoff_max_ms(self) -> int: ...
+    @property
+    def request_timeout_ms(self) -> int: ...
+
 
 MAX_GROUP_INSTANCE_ID_LENGTH = 249
 """Kafka's limit, shared with topic names (Topic.MAX_NAME_LENGTH)."""
@@ -114,7 +133,7 @@ class MembershipConfig:
     @classmethod
     def from_settings(
         cls,
-        settings: Settings,
+        settings: MemberSettings,
         *,
         decode_assignment: AssignmentDecoder,
         decode_subscription: SubscriptionDecoder | None = None,

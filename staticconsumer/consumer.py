@@ -204,9 +204,9 @@ class StaticConsumer:
     async def _shut_down(self, leave_group: bool) -> None:
         membership, self._membership = self._membership, None
         try:
-            if membership is not None and membership.running:
+            if membership is not None and membership.started:
                 await membership.stop(leave_group, self.settings.request_timeout_ms / 1000)
-            elif self.event_log is not None:
+            elif self.event_log is not None:  # the membership thread closes it when it ran
                 await self.event_log.aclose()
         finally:
             self._partitions.stop_fetching(None)

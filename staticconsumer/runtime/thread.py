@@ -82,6 +82,16 @@ async def check_static_membership_supported(client: Any) -> None:
             )
 
 
+def _settle(verdict: concurrent.futures.Future[Exception | None]) -> Callable[[Exception | None], None]:
+    """Set a commit's verdict once (the loop's answer and the thread's end may race)."""
+
+    def settle(error: Exception | None) -> None:
+        if not verdict.done():
+            verdict.set_result(error)
+
+    return settle
+
+
 class _OnApplicationLoop:
     """The application's PartitionOwner as the membership thread calls it: each call runs on the
     application's loop, in the order made; awaiting the result never blocks the membership loop."""
@@ -162,6 +172,7 @@ class MembershipThread:
         self._membership: MembershipLoop | None = None
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
+        self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
         self._last_poll_posted = float("-inf")
         self._app_loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(
@@ -184,8 +195,9 @@ class MembershipThread:
         return membership.snapshot if membership is not None else MemberSnapshot()
 
     @property
-    def running(self) -> bool:
-        return self._thread.is_alive() and not self._done.done()
+    def started(self) -> bool:
+        """The thread ran (it then closes what it was given to close, whatever happens)."""
+        return self._thread.ident is not None
 
     def _call(self, call: Callable[..., None], *args: Any) -> None:
         loop = self._loop
@@ -210,7 +222,9 @@ class MembershipThread:
         membership = self._membership
         assert membership is not None
         verdict: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
-        self._call(membership.begin_commit, dict(offsets), verdict.set_result)
+        self._verdicts.add(verdict)
+        verdict.add_done_callback(self._verdicts.discard)
+        self._call(membership.begin_commit, dict(offsets), _settle(verdict))
         error = await asyncio.wrap_future(verdict)
         if error is not None:
             raise error
@@ -259,6 +273,8 @@ class MembershipThread:
             membership = self._membership
             if membership is not None and error is None:
                 error = membership.stop_error
+            for verdict in list(self._verdicts):  # commits posted while the loop was ending
+                _settle(verdict)(error or ConsumerStoppedError("the consumer's membership has stopped"))
             self._done.set_result(error)
 
     async def _run(self) -> None:

@@ -1,14 +1,18 @@
 """Every name the telemetry emits: attribute keys, span names, event names, metric names.
 
-Kept in one module so dashboards, alerts and docs/telemetry.md have a single source to agree with.
-Keys follow the OpenTelemetry messaging semantic conventions where a convention exists
-(``messaging.*``, ``error.type``); everything Kafka's group protocol adds on top lives under
-``staticconsumer.``, so it can never collide with a future semantic-convention key.
-None of these ever carries a setting's value other than ids: no credentials, no TLS material.
+Kept in one module so dashboards, alerts and docs/telemetry.md have a single source to agree with:
+the tables at the end (``SPANS``, ``EVENTS``, ``ATTRIBUTES``, ``METRICS``) are what the docs page is
+generated from (``python -m staticconsumer.telemetry.reference --write-doc docs/telemetry.md``).
+Keys follow the OpenTelemetry messaging semantic conventions (``SEMCONV_VERSION``) where a convention
+exists (``messaging.*``, ``server.*``, ``error.type``); everything Kafka's group protocol adds on top
+lives under ``staticconsumer.``, so it can never collide with a future semantic-convention key.
+None of these ever carries a setting's value other than ids and the bootstrap server's address: no
+credentials, no TLS material.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 SCOPE: Final = "staticconsumer"
@@ -106,3 +110,378 @@ METRIC_PARTITIONS_LOST: Final = "staticconsumer.partitions.lost"
 METRIC_CALLBACK_DURATION: Final = "staticconsumer.callback.duration"
 METRIC_FENCINGS: Final = "staticconsumer.fencings"
 METRIC_COMMIT_DURATION: Final = "staticconsumer.commit.duration"
+
+# -- records: the messaging conventions for Kafka consumers -----------------------------------------
+
+SEMCONV_VERSION: Final = "1.44.0"
+"""The OpenTelemetry semantic conventions the record spans and metrics follow (messaging: Development)."""
+
+MESSAGING_DESTINATION_NAME: Final = "messaging.destination.name"
+MESSAGING_DESTINATION_PARTITION_ID: Final = "messaging.destination.partition.id"
+"""The partition number as a string, as the conventions define it."""
+MESSAGING_KAFKA_OFFSET: Final = "messaging.kafka.offset"
+MESSAGING_KAFKA_MESSAGE_KEY: Final = "messaging.kafka.message.key"
+"""Set only when the key has a canonical string form (str, UTF-8 bytes, int) that is printable and short."""
+MESSAGING_KAFKA_MESSAGE_TOMBSTONE: Final = "messaging.kafka.message.tombstone"
+"""Set (to true) only for a record without a value; absent means false, as the conventions say."""
+MESSAGING_BATCH_MESSAGE_COUNT: Final = "messaging.batch.message_count"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+
+OPERATION_POLL: Final = "poll"
+"""``getmany``: the Kafka conventions' name for a pull (their example names the span ``poll {topic}``)."""
+OPERATION_PROCESS: Final = "process"
+OPERATION_TYPE_RECEIVE: Final = "receive"
+OPERATION_TYPE_PROCESS: Final = "process"
+
+METRIC_CONSUMED_MESSAGES: Final = "messaging.client.consumed.messages"
+METRIC_PROCESS_DURATION: Final = "messaging.process.duration"
+METRIC_OPERATION_DURATION: Final = "messaging.client.operation.duration"
+METRIC_CONSUMER_LAG: Final = "staticconsumer.consumer.lag"
+"""No convention defines lag yet, so it lives under ``staticconsumer.`` (Java: ``records-lag``)."""
+
+SPAN_POLL: Final = f"{OPERATION_POLL} {{topic}}"
+SPAN_PROCESS: Final = f"{OPERATION_PROCESS} {{topic}}"
+
+
+def span_name(operation: str, destination: str | None) -> str:
+    """``{operation} {destination}`` as the conventions name messaging spans; the operation alone when
+    the operation has no single destination (a poll that returned records of several topics)."""
+    return f"{operation} {destination}" if destination else operation
+
+
+# -- the reference tables docs/telemetry.md is generated from ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SpanDoc:
+    name: str
+    kind: str
+    extent: str
+    """From what to what the span lasts."""
+    parent: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventDoc:
+    name: str
+    on: str
+    attributes: str
+
+
+@dataclass(frozen=True, slots=True)
+class AttributeDoc:
+    key: str
+    """The key, or several keys of one family written ``a`` / ``b``; each is a constant above."""
+    on: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDoc:
+    name: str
+    instrument: str
+    unit: str
+    java: str
+    """The Java client's metric it corresponds to, if any."""
+    attributes: str
+    """Attributes beyond the identity ones every point carries."""
+
+
+def _c(*names: str) -> str:
+    """Names as inline code, joined the way the tables write families of keys."""
+    return " / ".join(f"`{n}`" for n in names)
+
+
+SPANS: Final[tuple[SpanDoc, ...]] = (
+    SpanDoc(
+        _c(KIND_JOIN, KIND_REBALANCE, KIND_REJOIN),
+        "INTERNAL",
+        "the first sign of the (re)join (the revoke callback of an eager rebalance, the lost partitions of "
+        "a member dropped by the coordinator, else the first JoinGroup) → the SyncGroup that makes the "
+        "member STABLE, or the fatal error, or the stop",
+        "none (a root)",
+    ),
+    SpanDoc(
+        _c(SPAN_FIND_COORDINATOR), "CLIENT", "request → answer, when it is part of a (re)join", "the (re)join"
+    ),
+    SpanDoc(
+        _c(SPAN_JOIN_GROUP),
+        "CLIENT",
+        "request → answer, one per attempt (KIP-394's MEMBER_ID_REQUIRED makes two)",
+        "the (re)join",
+    ),
+    SpanDoc(_c(SPAN_SYNC_GROUP), "CLIENT", "request → answer", "the (re)join"),
+    SpanDoc(
+        _c(SPAN_COMMIT),
+        "CLIENT",
+        "`commit()` (or auto-commit) → its verdict, also when refused locally; a release commit (after the "
+        "revoke callback) → its answer",
+        "the rebalance for a release commit during one, else none",
+    ),
+    SpanDoc(
+        _c(SPAN_HEARTBEAT),
+        "CLIENT",
+        "request → answer, **only for failed heartbeats** (a healthy member would send one every few "
+        "seconds)",
+        "none",
+    ),
+    SpanDoc(
+        _c(SPAN_FENCED),
+        "INTERNAL",
+        "a fencing no request span could carry (not expected; kept so a fencing is never lost)",
+        "none",
+    ),
+    SpanDoc(
+        _c(SPAN_POLL),
+        "CLIENT",
+        "`getmany()` called → it returned records (a poll that returns nothing records no span); links to "
+        "the producer context of each record (the first 128, the SDK's default link limit)",
+        "the span current where `getmany()` was awaited, if any",
+    ),
+    SpanDoc(
+        _c(SPAN_PROCESS),
+        "CONSUMER",
+        "`getone()` / `async for` handed the record over → the next record is requested, the loop is left, "
+        "or the consumer stops; or the `processing(record)` block",
+        "the record's producer context when no span is current (else the current span, with a link to "
+        "the producer context); see *Process spans*",
+    ),
+)
+
+EVENTS: Final[tuple[EventDoc, ...]] = (
+    EventDoc(
+        _c(EVENT_FENCED),
+        "the span of the request that was answered FENCED_INSTANCE_ID (`JoinGroup`, `SyncGroup`, "
+        "`Heartbeat` or `commit`)",
+        f"`{ERROR_TYPE}=FENCED_INSTANCE_ID` and the identity attributes",
+    ),
+    EventDoc(_c(EVENT_HEARTBEAT_FAILED), "the failed `Heartbeat` span", _c(ERROR_TYPE)),
+    EventDoc(
+        "`exception`",
+        "a `process` span whose record's handling raised",
+        "`exception.type`, `exception.message`, `exception.stacktrace` (the OpenTelemetry API's "
+        "`record_exception`)",
+    ),
+)
+
+_ALL = "all spans, all metrics"
+
+ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
+    AttributeDoc(_c(MESSAGING_SYSTEM), _ALL, f"`{MESSAGING_SYSTEM_KAFKA}`"),
+    AttributeDoc(_c(MESSAGING_CONSUMER_GROUP_NAME), _ALL, "the group id"),
+    AttributeDoc(
+        _c(MESSAGING_CLIENT_ID),
+        _ALL,
+        "`client.id` as sent (the Java default `consumer-<group>-<instance>` when unset)",
+    ),
+    AttributeDoc(_c(GROUP_INSTANCE_ID), f"{_ALL} (static members)", "`group.instance.id`"),
+    AttributeDoc(
+        _c(MEMBER_ID),
+        "membership spans",
+        "the member id (after the join, on the (re)join; as sent, on requests)",
+    ),
+    AttributeDoc(
+        _c(GENERATION),
+        "`JoinGroup` (answered), `SyncGroup`, `commit`",
+        "the generation of the request or answer",
+    ),
+    AttributeDoc(_c(PROTOCOL_NAME), "(re)join, `JoinGroup`", "the assignor the coordinator chose"),
+    AttributeDoc(
+        _c(REBALANCE_KIND),
+        "(re)join; `rebalance.duration`, `rebalance.failures`",
+        f"`{KIND_JOIN}`, `{KIND_REBALANCE}`, `{KIND_REJOIN}`",
+    ),
+    AttributeDoc(
+        _c(REBALANCE_OUTCOME), "(re)join", f"`{OUTCOME_STABLE}`, `{OUTCOME_FAILED}`, `{OUTCOME_STOPPED}`"
+    ),
+    AttributeDoc(
+        _c(REBALANCE_REASON),
+        "(re)join, `JoinGroup`",
+        "the JoinGroup reason (as sent to the broker, 255 chars at most), e.g. `group is already "
+        "rebalancing`; absent on a first join",
+    ),
+    AttributeDoc(
+        _c(GENERATION_BEFORE), "(re)join", "the generation the member last was STABLE in; -1 for a first join"
+    ),
+    AttributeDoc(_c(GENERATION_AFTER), "(re)join", "the generation it is STABLE in now"),
+    AttributeDoc(_c(LEADER), "(re)join, `JoinGroup`", "whether this member leads the generation"),
+    AttributeDoc(
+        _c(LEADERSHIP_GUESSED),
+        "(re)join",
+        "a below-v9 broker named our predecessor as leader (KAFKA-13435)",
+    ),
+    AttributeDoc(
+        _c(ASSIGNMENT_SKIPPED), "(re)join, `JoinGroup`", "KIP-814: the leader kept the existing assignment"
+    ),
+    AttributeDoc(_c(JOIN_ATTEMPTS), "(re)join", "JoinGroups sent"),
+    AttributeDoc(
+        f"`{PARTITIONS_ASSIGNED}` / `.{PARTITIONS_REVOKED.rsplit('.', 1)[1]}` / "
+        f"`.{PARTITIONS_LOST.rsplit('.', 1)[1]}`",
+        "(re)join",
+        "partition counts",
+    ),
+    AttributeDoc(
+        _c(KAFKA_ERROR_CODE),
+        "request spans",
+        "the numeric code of a non-NONE answer (also MEMBER_ID_REQUIRED, which is not a failure)",
+    ),
+    AttributeDoc(
+        _c(REQUEST_OUTCOME),
+        "request spans, `commit`",
+        f"`{OUTCOME_ABANDONED}` when the (re)join ended (fatal error, stop) before the answer",
+    ),
+    AttributeDoc(
+        _c(MESSAGING_OPERATION_NAME, MESSAGING_OPERATION_TYPE),
+        "`commit`, `poll`, `process`; `messaging.*` metrics (the name only)",
+        f"`{OPERATION_COMMIT}` / `{OPERATION_TYPE_SETTLE}`, `{OPERATION_POLL}` / `{OPERATION_TYPE_RECEIVE}`, "
+        f"`{OPERATION_PROCESS}` / `{OPERATION_TYPE_PROCESS}`",
+    ),
+    AttributeDoc(
+        _c(MESSAGING_DESTINATION_NAME),
+        "`process`; `poll` and its metrics when all its records are of one topic (else on each link); "
+        "`consumed.messages`, `process.duration`, `consumer.lag`",
+        "the topic",
+    ),
+    AttributeDoc(
+        _c(MESSAGING_DESTINATION_PARTITION_ID),
+        "`process`; `poll` when all its records are of one partition (else on each link); "
+        "`consumed.messages`, `process.duration`, `consumer.lag`",
+        'the partition number, as a string (`"3"`)',
+    ),
+    AttributeDoc(_c(MESSAGING_KAFKA_OFFSET), "`process`; each link of `poll`", "the record's offset"),
+    AttributeDoc(
+        _c(MESSAGING_KAFKA_MESSAGE_KEY),
+        "`process`",
+        "the record's key when it has a canonical, printable string form (a str, UTF-8 bytes or an int) "
+        "of at most 64 characters (`RecordTracer(key_max_length=...)`, 0 never records keys); else absent",
+    ),
+    AttributeDoc(
+        _c(MESSAGING_KAFKA_MESSAGE_TOMBSTONE), "`process`", "`true` for a record without a value; else absent"
+    ),
+    AttributeDoc(_c(MESSAGING_BATCH_MESSAGE_COUNT), "`poll`", "records the poll returned"),
+    AttributeDoc(
+        _c(SERVER_ADDRESS, SERVER_PORT),
+        "`poll`; `consumed.messages` and `operation.duration` of a poll",
+        "the first bootstrap server, as configured (no DNS lookup)",
+    ),
+    AttributeDoc(
+        _c(COMMIT_KIND), "`commit`; `commit.duration`", f"`{COMMIT_APPLICATION}` or `{COMMIT_RELEASE}`"
+    ),
+    AttributeDoc(_c(COMMIT_PARTITIONS), "`commit`", "partitions in the commit"),
+    AttributeDoc(
+        _c(RELEASE_REASON),
+        "`partitions.revoked`, `partitions.lost`",
+        "`rebalance`, `stop`, `membership lost`, `poll timeout`, `fenced`, `fatal error`",
+    ),
+    AttributeDoc(_c(CALLBACK), "`callback.duration`", "`assigned`, `revoked`, `lost`"),
+    AttributeDoc(
+        _c(ERROR_TYPE),
+        "failed spans, events, failure metrics, `process.duration` of a failed record",
+        "Kafka's error name for broker answers (`FENCED_INSTANCE_ID`, `REBALANCE_IN_PROGRESS`; "
+        "`REQUEST_TIMED_OUT` / `NETWORK_EXCEPTION` for requests without an answer), else the exception's "
+        "qualified class (`staticconsumer.membership.commit_errors.CommitFailedError`, `builtins.KeyError` "
+        "raised by a handler)",
+    ),
+)
+
+METRICS: Final[tuple[MetricDoc, ...]] = (
+    MetricDoc(
+        _c(METRIC_REBALANCES),
+        "counter",
+        "`{rebalance}`",
+        "`rebalance-total` (but first joins excluded, see above)",
+        "",
+    ),
+    MetricDoc(
+        _c(METRIC_REBALANCE_FAILURES),
+        "counter",
+        "`{rebalance}`",
+        "`failed-rebalance-total` (per (re)join that ended in a fatal error, not per failed attempt)",
+        _c(REBALANCE_KIND) + ", " + _c(ERROR_TYPE),
+    ),
+    MetricDoc(
+        _c(METRIC_REBALANCE_DURATION),
+        "histogram",
+        "`s`",
+        "`rebalance-latency-avg/max/total`",
+        _c(REBALANCE_KIND),
+    ),
+    MetricDoc(
+        _c(METRIC_TIME_SINCE_REBALANCE),
+        "gauge",
+        "`s`",
+        "`last-rebalance-seconds-ago` (absent before the first rebalance)",
+        "",
+    ),
+    MetricDoc(
+        _c(METRIC_TIME_SINCE_HEARTBEAT),
+        "gauge",
+        "`s`",
+        "`last-heartbeat-seconds-ago` (since the last heartbeat the coordinator **acknowledged**, not sent: "
+        "a member whose heartbeats fail shows it)",
+        "",
+    ),
+    MetricDoc(_c(METRIC_HEARTBEAT_FAILURES), "counter", "`{heartbeat}`", "", _c(ERROR_TYPE)),
+    MetricDoc(_c(METRIC_PARTITIONS_ASSIGNED), "counter", "`{partition}`", "", ""),
+    MetricDoc(_c(METRIC_PARTITIONS_REVOKED), "counter", "`{partition}`", "", _c(RELEASE_REASON)),
+    MetricDoc(_c(METRIC_PARTITIONS_LOST), "counter", "`{partition}`", "", _c(RELEASE_REASON)),
+    MetricDoc(
+        _c(METRIC_CALLBACK_DURATION),
+        "histogram",
+        "`s`",
+        "`partition-assigned/revoked/lost-latency`",
+        _c(CALLBACK),
+    ),
+    MetricDoc(_c(METRIC_FENCINGS), "counter", "`{fencing}`", "", ""),
+    MetricDoc(
+        _c(METRIC_COMMIT_DURATION),
+        "histogram",
+        "`s`",
+        "`commit-latency-avg/max`",
+        _c(COMMIT_KIND) + ", " + _c(ERROR_TYPE),
+    ),
+    MetricDoc(
+        _c(METRIC_CONSUMED_MESSAGES),
+        "counter",
+        "`{message}`",
+        "`records-consumed-total`",
+        _c(MESSAGING_OPERATION_NAME)
+        + f" (`{OPERATION_POLL}` for `getmany`, `{OPERATION_PROCESS}` for `getone` / `async for`), "
+        + _c(MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
+        + "; "
+        + _c(SERVER_ADDRESS, SERVER_PORT)
+        + " for a poll",
+    ),
+    MetricDoc(
+        _c(METRIC_PROCESS_DURATION),
+        "histogram",
+        "`s`",
+        "",
+        _c(MESSAGING_OPERATION_NAME, MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
+        + ", "
+        + _c(ERROR_TYPE)
+        + " when the handling raised; equal to the `process` span's duration",
+    ),
+    MetricDoc(
+        _c(METRIC_OPERATION_DURATION),
+        "histogram",
+        "`s`",
+        "`fetch-latency-avg/max` (roughly)",
+        _c(MESSAGING_OPERATION_NAME)
+        + f" (`{OPERATION_POLL}`), "
+        + _c(MESSAGING_DESTINATION_NAME)
+        + " when one topic, "
+        + _c(SERVER_ADDRESS, SERVER_PORT)
+        + "; equal to the `poll` span's duration",
+    ),
+    MetricDoc(
+        _c(METRIC_CONSUMER_LAG),
+        "gauge",
+        "`{message}`",
+        "`records-lag` (per partition)",
+        _c(MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
+        + ": the high watermark (the last stable offset with `read_committed`) minus the position the "
+        "application has consumed to; absent until both are known",
+    ),
+)

@@ -1,0 +1,553 @@
+"""OpenTelemetry for every record: ``poll`` spans, ``process`` spans linked to the producer, record metrics.
+
+Follows the messaging semantic conventions for Kafka (``attributes.SEMCONV_VERSION``):
+
+- ``getmany`` is a pull: one ``poll {topic}`` CLIENT span per call that returned records, from the
+  call to its return, with a link to the producer context of each record (the conventions' "Receive"
+  span). Polls that return nothing record no span.
+- ``getone`` / ``async for`` hand one record at a time to code the consumer does not see: one
+  ``process {topic}`` CONSUMER span per record, current while the application handles the record.
+  It starts when the record is handed over and ends when the application asks for the next record,
+  leaves the ``async for`` loop, or stops the consumer; an exception that leaves the loop body is
+  recorded on it (see ``RecordTracer`` for how, since ``async for`` never tells its iterator).
+- ``processing(record)`` gives a ``getmany`` user the same span around their own handling.
+
+The producer's context is read from the record headers with the globally configured propagator (W3C
+``traceparent`` by default). ``ProcessParent`` says whether a process span is its child or only links
+to it. All of this costs one type check per call until the application installs an OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import Token
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.propagators.textmap import Getter, TextMapPropagator
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from staticconsumer.errors import BrokerError
+
+from . import attributes as a
+from .instruments import LagCallback, instruments_for, version
+
+Attributes = dict[str, AttributeValue]
+Record = Any
+"""An aiokafka ``ConsumerRecord`` (topic, partition, offset, key, value, headers)."""
+T = TypeVar("T")
+
+DEFAULT_KEY_MAX_LENGTH = 64
+"""Longer keys are not recorded: a span attribute is no place for payload-sized data."""
+DEFAULT_MAX_LINKS = 128
+"""The SDK's default link limit (``OTEL_SPAN_LINK_COUNT_LIMIT``): links past it would be dropped anyway."""
+
+_SILENT_TRACER_PROVIDERS = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+_SILENT_METER_PROVIDERS = frozenset({"_ProxyMeterProvider", "NoOpMeterProvider"})
+
+
+class ProcessParent(enum.Enum):
+    """What a ``process`` span's parent is. Whatever the choice, it links to the producer context.
+
+    The conventions correlate producer and consumer by links, allow the producer context as the parent
+    of a single-message process span, and advise against that by default when processing happens
+    inside another span. ``AUTO`` does exactly that.
+    """
+
+    AUTO = "auto"
+    """The producer context when no span is current (the usual ``async for`` loop, so the handler's
+    spans and logs join the producer's trace); else the current span."""
+    PRODUCER = "producer"
+    """Always the producer context (when the record carries one); a current span becomes a link."""
+    CURRENT = "current"
+    """Never the producer context: the current span, or a new trace. Links only."""
+
+
+class KafkaHeadersGetter(Getter[Sequence[tuple[str, bytes | None]]]):
+    """Reads propagation fields from record headers: a sequence of (str, bytes) pairs, as aiokafka gives."""
+
+    def get(self, carrier: Sequence[tuple[str, bytes | None]], key: str) -> list[str] | None:
+        values = [v.decode("utf-8", "replace") for k, v in carrier if k == key and v is not None]
+        return values or None
+
+    def keys(self, carrier: Sequence[tuple[str, bytes | None]]) -> list[str]:
+        return [k for k, _ in carrier]
+
+
+HEADERS_GETTER = KafkaHeadersGetter()
+
+
+def error_type(error: BaseException) -> str:
+    """``error.type``: Kafka's error name when the broker said it, else the exception's qualified class."""
+    if isinstance(error, BrokerError):
+        return error.error_name
+    cls = type(error)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def message_key(key: object, max_length: int = DEFAULT_KEY_MAX_LENGTH) -> str | None:
+    """The key as the conventions want it, or None when it has no canonical, short, printable form.
+
+    A str, UTF-8 bytes or an int qualify; binary keys, long keys and other types are not recorded.
+    """
+    if key is None or max_length <= 0:
+        return None
+    if isinstance(key, bytes | bytearray | memoryview):
+        raw = bytes(key)
+        if len(raw) > 4 * max_length:
+            return None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    elif isinstance(key, str):
+        text = key
+    elif isinstance(key, int) and not isinstance(key, bool):
+        text = str(key)
+    else:
+        return None
+    if len(text) > max_length or not text.isprintable():
+        return None
+    return text
+
+
+def server_of(bootstrap_servers: str | Sequence[str]) -> tuple[str, int] | None:
+    """``server.address`` and ``server.port`` of the first bootstrap server, as configured (no DNS)."""
+    entries = [bootstrap_servers] if isinstance(bootstrap_servers, str) else list(bootstrap_servers)
+    first = next((e.strip() for entry in entries for e in entry.split(",") if e.strip()), None)
+    if first is None:
+        return None
+    first = first.split("://", 1)[-1]
+    if first.startswith("["):  # [v6 address]:port
+        host, _, rest = first[1:].partition("]")
+        port = rest.lstrip(":")
+    elif first.count(":") == 1:
+        host, _, port = first.partition(":")
+    else:
+        host, port = first, ""
+    try:
+        return host, int(port) if port else 9092
+    except ValueError:
+        return host, 9092
+
+
+def caller_context() -> Context | None:
+    """The context to parent a span the application caused (a ``commit()``), if a span is current."""
+    current = otel_context.get_current()
+    return current if trace.get_current_span(current).get_span_context().is_valid else None
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        return None
+
+
+def _max_links() -> int:
+    try:
+        return max(0, int(os.environ.get("OTEL_SPAN_LINK_COUNT_LIMIT", DEFAULT_MAX_LINKS)))
+    except ValueError:
+        return DEFAULT_MAX_LINKS
+
+
+@dataclass(slots=True)
+class _Processing:
+    """One record being processed: its span, the attach token of the span's context, the task that
+    attached it (only that task can detach it), and what the duration metric needs."""
+
+    record: Record
+    span: Span
+    token: Token[Context] | None
+    task: asyncio.Task[Any] | None
+    started_ns: int
+    metric_attributes: Attributes
+
+
+@dataclass(slots=True)
+class _PartitionAttributes:
+    """Attribute dicts that only depend on the partition, built once per partition."""
+
+    process_span: Attributes
+    process_metric: Attributes
+    poll_metric: Attributes
+    link_one_topic: Attributes
+    link_many_topics: Attributes
+
+
+class RecordTracer:
+    """Per-record spans and metrics of one consumer. All methods run on the consumer's event loop.
+
+    The consumer calls (phase-2 wiring; see docs/telemetry.md for what the user sees):
+
+    - ``started = requested()`` first thing in ``getmany``/``getone`` (so in ``__anext__`` too): the
+      application asks for more records, so the previous record's process span ends here.
+    - ``polled(records, started)`` when ``getmany`` returns: poll span, consumed counter, duration.
+    - ``delivered(record)`` when ``getone`` returns a record: counts it and opens its process span,
+      current in the caller's context from here on (``async for`` runs the body in that context).
+    - ``__aiter__`` returns ``loop(self.__anext__)``: leaving the loop (``break``, ``return``, an
+      exception) drops that object, whose finalizer calls ``loop_left()``: the record's context is
+      detached at once, and its span ends on the next turn of the event loop unless ``close(error)``
+      ends it first with the exception that left the loop body.
+    - ``close(error)`` in ``__aexit__`` (with the exception that left the ``async with`` block) and
+      at the start of ``stop()`` (with ``sys.exc_info()[1]``: inside a ``finally:`` or ``except:``
+      that is the exception on its way out of the loop). Also stops the lag gauge reading.
+
+    How an exception from the loop body is seen: ``async for`` tells the iterator nothing, but the
+    exception passes the consumer on its way out in the usual loop shapes, ``async with consumer:``
+    (``__aexit__``) and ``try: ... finally: await consumer.stop()`` (``stop()`` reads the exception
+    being handled). Elsewhere (caught and swallowed around the loop) the span ends without it, and
+    ``with consumer.processing(record):`` inside the loop body records it for certain.
+    """
+
+    def __init__(
+        self,
+        *,
+        group_id: str,
+        client_id: str | None = None,
+        group_instance_id: str | None = None,
+        bootstrap_servers: str | Sequence[str] = (),
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        propagator: TextMapPropagator | None = None,
+        process_parent: ProcessParent = ProcessParent.AUTO,
+        key_max_length: int = DEFAULT_KEY_MAX_LENGTH,
+        max_links: int | None = None,
+        lag: LagCallback | None = None,
+    ) -> None:
+        self._tracer_provider = tracer_provider
+        self._meter_provider = meter_provider
+        self._tracer = trace.get_tracer(a.SCOPE, version(), tracer_provider=tracer_provider)
+        self._instruments = instruments_for(meter_provider)
+        self._propagator = propagator
+        self._process_parent = process_parent
+        self._key_max_length = key_max_length
+        self._max_links = _max_links() if max_links is None else max_links
+        identity: Attributes = {
+            a.MESSAGING_SYSTEM: a.MESSAGING_SYSTEM_KAFKA,
+            a.MESSAGING_CONSUMER_GROUP_NAME: group_id,
+        }
+        if client_id:
+            identity[a.MESSAGING_CLIENT_ID] = client_id
+        if group_instance_id is not None:
+            identity[a.GROUP_INSTANCE_ID] = group_instance_id
+        self.identity = identity
+        server: Attributes = {}
+        found = server_of(bootstrap_servers)
+        if found is not None:
+            server = {a.SERVER_ADDRESS: found[0], a.SERVER_PORT: found[1]}
+        self._poll_span_base: Attributes = {
+            **identity,
+            a.MESSAGING_OPERATION_NAME: a.OPERATION_POLL,
+            a.MESSAGING_OPERATION_TYPE: a.OPERATION_TYPE_RECEIVE,
+            **server,
+        }
+        self._poll_metric_base: Attributes = {
+            **identity,
+            a.MESSAGING_OPERATION_NAME: a.OPERATION_POLL,
+            **server,
+        }
+        self._partitions: dict[tuple[str, int], _PartitionAttributes] = {}
+        self._poll_durations: dict[str | None, Attributes] = {}
+        self._open: _Processing | None = None
+        self._lag = lag
+        self._metrics_on = False
+        if lag is not None:
+            self._instruments.watch_lag(self)
+
+    # -- is anyone listening? ---------------------------------------------------------------------
+
+    def tracing(self) -> bool:
+        """False while spans would go nowhere (no SDK installed): then no per-record work is done."""
+        provider = self._tracer_provider or trace.get_tracer_provider()
+        return not isinstance(provider, _SILENT_TRACER_PROVIDERS)
+
+    def metering(self) -> bool:
+        if self._metrics_on:
+            return True
+        provider = self._meter_provider or metrics.get_meter_provider()
+        self._metrics_on = type(provider).__name__ not in _SILENT_METER_PROVIDERS
+        return self._metrics_on
+
+    # -- the calls the consumer makes ---------------------------------------------------------------
+
+    def requested(self) -> int:
+        """The application asks for records: the record it held is done. Returns the time (ns)."""
+        if self._open is not None:
+            self.end()
+        return time.time_ns()
+
+    def polled(self, records: Mapping[Any, Sequence[Record]], started_ns: int) -> None:
+        """``getmany`` returns ``records`` (partition -> records), asked for at ``started_ns``."""
+        if not records:
+            return
+        tracing, metering = self.tracing(), self.metering()
+        if not (tracing or metering):
+            return
+        now = time.time_ns()
+        topics = {tp.topic for tp in records}
+        topic = next(iter(topics)) if len(topics) == 1 else None
+        if metering:
+            for tp, rows in records.items():
+                if rows:
+                    self._instruments.consumed_messages.add(
+                        len(rows), self._partition(tp.topic, tp.partition).poll_metric
+                    )
+            self._instruments.operation_duration.record(
+                max(0, now - started_ns) / 1e9, self._poll_duration_attributes(topic)
+            )
+        if tracing:
+            attrs: Attributes = {
+                **self._poll_span_base,
+                a.MESSAGING_BATCH_MESSAGE_COUNT: sum(len(rows) for rows in records.values()),
+            }
+            if topic is not None:
+                attrs[a.MESSAGING_DESTINATION_NAME] = topic
+                if len(records) == 1:
+                    attrs[a.MESSAGING_DESTINATION_PARTITION_ID] = str(next(iter(records)).partition)
+            span = self._tracer.start_span(
+                a.span_name(a.OPERATION_POLL, topic),
+                kind=SpanKind.CLIENT,
+                attributes=attrs,
+                links=self._links(records, one_topic=topic is not None),
+                start_time=started_ns,
+            )
+            span.end(end_time=now)
+
+    def delivered(self, record: Record) -> None:
+        """``getone`` hands ``record`` over: count it, open its process span, make it current."""
+        if self._open is not None:
+            self.end()
+        metering = self.metering()
+        if metering:
+            self._instruments.consumed_messages.add(
+                1, self._partition(record.topic, record.partition).process_metric
+            )
+        if metering or self.tracing():
+            self._open = self._start(record)
+
+    def end(self, error: BaseException | None = None) -> None:
+        """End the open process span, recording ``error`` if it is an ``Exception``."""
+        processing, self._open = self._open, None
+        if processing is not None:
+            self._finish(processing, error)
+
+    def loop(self, anext: Callable[[], Awaitable[T]]) -> RecordLoop[T]:
+        """What ``__aiter__`` returns: ``anext`` for every record, ``loop_left()`` when dropped."""
+        return RecordLoop(anext, self.loop_left)
+
+    def loop_left(self) -> None:
+        """The ``async for`` loop was left: detach the record's context now, end its span soon."""
+        processing = self._open
+        if processing is None or processing.task is not _current_task():
+            return
+        self._detach(processing)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.end()
+            return
+        # One turn of grace: an exception leaving the loop body reaches __aexit__ or stop() first.
+        loop.call_soon(self._end_if_open, processing)
+
+    def close(self, error: BaseException | None = None) -> None:
+        """The consumer stops: end the open span (with the exception leaving the loop, if any)."""
+        self.end(error)
+        if self._lag is not None:
+            self._instruments.unwatch_lag(self)
+
+    @contextlib.contextmanager
+    def processing(self, record: Record) -> Iterator[Span]:
+        """The record's process span, current inside the block; an exception leaving it is recorded.
+
+        For ``getmany`` users (a new span per block). Inside ``async for`` it takes over the span the
+        loop opened for that same record, so the loop body's exceptions are recorded for certain.
+        """
+        if self._open is not None and self._open.record is record:
+            processing: _Processing | None = self._open
+            self._open = None
+        elif self.tracing() or self.metering():
+            processing = self._start(record)
+        else:
+            processing = None
+        if processing is None:
+            yield trace.INVALID_SPAN
+            return
+        try:
+            yield processing.span
+        except BaseException as error:
+            self._finish(processing, error)
+            raise
+        self._finish(processing, None)
+
+    # -- lag gauge (LagSource) ----------------------------------------------------------------------
+
+    @property
+    def lag_identity(self) -> Attributes:
+        return self.identity
+
+    def current_lag(self) -> Mapping[Any, int]:
+        return self._lag() if self._lag is not None else {}
+
+    # -- inside -------------------------------------------------------------------------------------
+
+    def _partition(self, topic: str, partition: int) -> _PartitionAttributes:
+        found = self._partitions.get((topic, partition))
+        if found is None:
+            where: Attributes = {
+                a.MESSAGING_DESTINATION_NAME: topic,
+                a.MESSAGING_DESTINATION_PARTITION_ID: str(partition),
+            }
+            found = _PartitionAttributes(
+                process_span={
+                    **self.identity,
+                    a.MESSAGING_OPERATION_NAME: a.OPERATION_PROCESS,
+                    a.MESSAGING_OPERATION_TYPE: a.OPERATION_TYPE_PROCESS,
+                    **where,
+                },
+                process_metric={**self.identity, a.MESSAGING_OPERATION_NAME: a.OPERATION_PROCESS, **where},
+                poll_metric={**self._poll_metric_base, **where},
+                link_one_topic={a.MESSAGING_DESTINATION_PARTITION_ID: str(partition)},
+                link_many_topics=dict(where),
+            )
+            self._partitions[(topic, partition)] = found
+        return found
+
+    def _poll_duration_attributes(self, topic: str | None) -> Attributes:
+        found = self._poll_durations.get(topic)
+        if found is None:
+            found = dict(self._poll_metric_base)
+            if topic is not None:
+                found[a.MESSAGING_DESTINATION_NAME] = topic
+            self._poll_durations[topic] = found
+        return found
+
+    def _producer_context(self, record: Record) -> Context | None:
+        headers = record.headers
+        if not headers:
+            return None
+        if self._propagator is not None:
+            return self._propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
+        return propagate.extract(headers, context=Context(), getter=HEADERS_GETTER)
+
+    def _links(self, records: Mapping[Any, Sequence[Record]], *, one_topic: bool) -> list[Link]:
+        links: list[Link] = []
+        budget = self._max_links
+        for tp, rows in records.items():
+            if budget <= 0:
+                break
+            where = self._partition(tp.topic, tp.partition)
+            base = where.link_one_topic if one_topic else where.link_many_topics
+            for record in rows:
+                if budget <= 0:
+                    break
+                produced = self._producer_context(record)
+                if produced is None:
+                    continue
+                span_context = trace.get_current_span(produced).get_span_context()
+                if span_context.is_valid:
+                    links.append(Link(span_context, {**base, a.MESSAGING_KAFKA_OFFSET: record.offset}))
+                    budget -= 1
+        return links
+
+    def _start(self, record: Record) -> _Processing:
+        started = time.time_ns()
+        where = self._partition(record.topic, record.partition)
+        if not self.tracing():
+            return _Processing(record, trace.INVALID_SPAN, None, None, started, where.process_metric)
+        current = otel_context.get_current()
+        ambient = trace.get_current_span(current).get_span_context()
+        parent = current
+        links: list[Link] = []
+        produced = self._producer_context(record)
+        if produced is not None:
+            producer = trace.get_current_span(produced).get_span_context()
+            if producer.is_valid:
+                links.append(Link(producer))
+                mode = self._process_parent
+                if mode is ProcessParent.PRODUCER or (mode is ProcessParent.AUTO and not ambient.is_valid):
+                    parent = produced
+                    if ambient.is_valid:
+                        links.append(Link(ambient))
+        attrs: Attributes = {**where.process_span, a.MESSAGING_KAFKA_OFFSET: record.offset}
+        key = message_key(record.key, self._key_max_length)
+        if key is not None:
+            attrs[a.MESSAGING_KAFKA_MESSAGE_KEY] = key
+        if record.value is None:
+            attrs[a.MESSAGING_KAFKA_MESSAGE_TOMBSTONE] = True
+        span = self._tracer.start_span(
+            a.span_name(a.OPERATION_PROCESS, record.topic),
+            context=parent,
+            kind=SpanKind.CONSUMER,
+            attributes=attrs,
+            links=links,
+            start_time=started,
+        )
+        token = otel_context.attach(trace.set_span_in_context(span, parent))
+        return _Processing(record, span, token, _current_task(), started, where.process_metric)
+
+    def _detach(self, processing: _Processing) -> None:
+        """Restore the context from before the record, in the task that attached it (a context
+        attached in another task, e.g. a wait_for wrapper task on Python 3.11, went with that task)."""
+        token, processing.token = processing.token, None
+        if token is not None and processing.task is _current_task():
+            otel_context.detach(token)
+
+    def _finish(self, processing: _Processing, error: BaseException | None) -> None:
+        self._detach(processing)
+        now = time.time_ns()
+        metric_attributes = processing.metric_attributes
+        span = processing.span
+        if isinstance(error, Exception):
+            kind = error_type(error)
+            metric_attributes = {**metric_attributes, a.ERROR_TYPE: kind}
+            if span.is_recording():
+                span.record_exception(error, timestamp=now)
+                span.set_attribute(a.ERROR_TYPE, kind)
+                span.set_status(Status(StatusCode.ERROR, kind))
+        span.end(end_time=now)
+        if self.metering():
+            self._instruments.process_duration.record(
+                max(0, now - processing.started_ns) / 1e9, metric_attributes
+            )
+
+    def _end_if_open(self, processing: _Processing) -> None:
+        if self._open is processing:
+            self.end()
+
+
+class RecordLoop(Generic[T]):
+    """The iterator of one ``async for`` over the consumer.
+
+    Records come from the consumer's ``__anext__``; the loop object exists so that leaving the loop is
+    noticed: the ``async for`` statement holds the only reference, so when the loop is left by
+    ``break``, ``return`` or an exception, CPython drops it at once and ``__del__`` tells the tracer.
+    (Other interpreters drop it at their next collection; ``requested()`` and ``close()`` end the
+    span in any case.)
+    """
+
+    __slots__ = ("_left", "_next")
+
+    def __init__(self, anext: Callable[[], Awaitable[T]], left: Callable[[], None]) -> None:
+        self._next = anext
+        self._left = left
+
+    def __aiter__(self) -> RecordLoop[T]:
+        return self
+
+    def __anext__(self) -> Awaitable[T]:
+        return self._next()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self._left()

@@ -193,6 +193,11 @@ def _c(*names: str) -> str:
     return " / ".join(f"`{n}`" for n in names)
 
 
+def _each(*names: str) -> str:
+    """Names as inline code, listed."""
+    return ", ".join(f"`{n}`" for n in names)
+
+
 SPANS: Final[tuple[SpanDoc, ...]] = (
     SpanDoc(
         _c(KIND_JOIN, KIND_REBALANCE, KIND_REJOIN),
@@ -244,8 +249,7 @@ SPANS: Final[tuple[SpanDoc, ...]] = (
         "CONSUMER",
         "`getone()` / `async for` handed the record over → the next record is requested, the loop is left, "
         "or the consumer stops; or the `processing(record)` block",
-        "the record's producer context when no span is current (else the current span, with a link to "
-        "the producer context); see *Process spans*",
+        "the record's producer context when no span is current, else the current span (see *Parent or link*)",
     ),
 )
 
@@ -398,7 +402,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "counter",
         "`{rebalance}`",
         "`failed-rebalance-total` (per (re)join that ended in a fatal error, not per failed attempt)",
-        _c(REBALANCE_KIND) + ", " + _c(ERROR_TYPE),
+        _each(REBALANCE_KIND, ERROR_TYPE),
     ),
     MetricDoc(
         _c(METRIC_REBALANCE_DURATION),
@@ -439,18 +443,18 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "histogram",
         "`s`",
         "`commit-latency-avg/max`",
-        _c(COMMIT_KIND) + ", " + _c(ERROR_TYPE),
+        _each(COMMIT_KIND, ERROR_TYPE),
     ),
     MetricDoc(
         _c(METRIC_CONSUMED_MESSAGES),
         "counter",
         "`{message}`",
         "`records-consumed-total`",
-        _c(MESSAGING_OPERATION_NAME)
+        _each(MESSAGING_OPERATION_NAME)
         + f" (`{OPERATION_POLL}` for `getmany`, `{OPERATION_PROCESS}` for `getone` / `async for`), "
-        + _c(MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
+        + _each(MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
         + "; "
-        + _c(SERVER_ADDRESS, SERVER_PORT)
+        + _each(SERVER_ADDRESS, SERVER_PORT)
         + " for a poll",
     ),
     MetricDoc(
@@ -458,29 +462,29 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "histogram",
         "`s`",
         "",
-        _c(MESSAGING_OPERATION_NAME, MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
-        + ", "
-        + _c(ERROR_TYPE)
+        _each(MESSAGING_OPERATION_NAME, MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
+        + f" (`{OPERATION_PROCESS}`), "
+        + _each(ERROR_TYPE)
         + " when the handling raised; equal to the `process` span's duration",
     ),
     MetricDoc(
         _c(METRIC_OPERATION_DURATION),
         "histogram",
         "`s`",
-        "`fetch-latency-avg/max` (roughly)",
-        _c(MESSAGING_OPERATION_NAME)
+        "",
+        _each(MESSAGING_OPERATION_NAME)
         + f" (`{OPERATION_POLL}`), "
-        + _c(MESSAGING_DESTINATION_NAME)
-        + " when one topic, "
-        + _c(SERVER_ADDRESS, SERVER_PORT)
-        + "; equal to the `poll` span's duration",
+        + _each(MESSAGING_DESTINATION_NAME)
+        + " when all records are of one topic, "
+        + _each(SERVER_ADDRESS, SERVER_PORT)
+        + "; equal to the `poll` span's duration (polls that return records)",
     ),
     MetricDoc(
         _c(METRIC_CONSUMER_LAG),
         "gauge",
         "`{message}`",
         "`records-lag` (per partition)",
-        _c(MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
+        _each(MESSAGING_DESTINATION_NAME, MESSAGING_DESTINATION_PARTITION_ID)
         + ": the high watermark (the last stable offset with `read_committed`) minus the position the "
         "application has consumed to; absent until both are known",
     ),

@@ -447,7 +447,8 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
     ),
     MetricDoc(
         _c(METRIC_CONSUMED_MESSAGES),
-        "counter",
+        "counter (observable: a monotonic sum, as the conventions' counter, for an integer addition per "
+        "record)",
         "`{message}`",
         "`records-consumed-total`",
         _each(MESSAGING_OPERATION_NAME)

@@ -43,13 +43,15 @@ LagCallback = Callable[[], Mapping[Any, int]]
 """Returns the current lag of each partition (keys: PartitionKey). Runs on the SDK's export thread."""
 
 
-class LagSource(Protocol):
-    """What the lag gauge asks, once per collection, on the SDK's export thread."""
+class RecordSource(Protocol):
+    """What the observable instruments ask each consumer, once per collection, on the export thread."""
 
     @property
     def lag_identity(self) -> Attributes: ...
 
     def current_lag(self) -> Mapping[Any, int]: ...
+
+    def consumed(self) -> list[tuple[int, Attributes]]: ...
 
 
 def version() -> str:
@@ -86,8 +88,11 @@ class RecordInstruments:
     """The record instruments of one meter provider."""
 
     def __init__(self, meter: Meter) -> None:
-        self.consumed_messages = meter.create_counter(
+        self._lock = threading.Lock()
+        self._sources: weakref.WeakSet[Any] = weakref.WeakSet()
+        meter.create_observable_counter(
             a.METRIC_CONSUMED_MESSAGES,
+            callbacks=[self._observe_consumed],
             unit="{message}",
             description="Number of messages that were delivered to the application",
         )
@@ -103,8 +108,6 @@ class RecordInstruments:
             description="Duration of messaging operation initiated by a producer or consumer client",
             explicit_bucket_boundaries_advisory=MESSAGING_DURATION_BUCKETS,
         )
-        self._lock = threading.Lock()
-        self._lag_sources: weakref.WeakSet[Any] = weakref.WeakSet()
         meter.create_observable_gauge(
             a.METRIC_CONSUMER_LAG,
             callbacks=[self._observe_lag],
@@ -112,18 +115,26 @@ class RecordInstruments:
             description="Records between the application's position and the partition's end offset",
         )
 
-    def watch_lag(self, source: LagSource) -> None:
+    def watch(self, source: RecordSource) -> None:
         with self._lock:
-            self._lag_sources.add(source)
+            self._sources.add(source)
 
-    def unwatch_lag(self, source: LagSource) -> None:
+    def unwatch(self, source: RecordSource) -> None:
         with self._lock:
-            self._lag_sources.discard(source)
+            self._sources.discard(source)
+
+    def _snapshot(self) -> list[RecordSource]:
+        # Callbacks run on the SDK's export thread while consumers come and go on the event loop.
+        with self._lock:
+            return list(self._sources)
+
+    def _observe_consumed(self, options: CallbackOptions) -> Iterable[Observation]:
+        for source in self._snapshot():
+            for total, attributes in source.consumed():
+                yield Observation(total, attributes)
 
     def _observe_lag(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self._lock:
-            sources: list[LagSource] = list(self._lag_sources)
-        for source in sources:
+        for source in self._snapshot():
             try:
                 readings = dict(source.current_lag())
             except Exception:  # a failing callback must not cost the other consumers their series

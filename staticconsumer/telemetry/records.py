@@ -22,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import Token
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -49,6 +50,8 @@ T = TypeVar("T")
 
 DEFAULT_KEY_MAX_LENGTH = 64
 """Longer keys are not recorded: a span attribute is no place for payload-sized data."""
+_RECHECK_SECONDS = 1.0
+"""How soon a consumer notices an SDK installed after it was created."""
 DEFAULT_MAX_LINKS = 128
 """The SDK's default link limit (``OTEL_SPAN_LINK_COUNT_LIMIT``): links past it would be dropped anyway."""
 
@@ -176,13 +179,17 @@ class _Processing:
 
 @dataclass(slots=True)
 class _PartitionAttributes:
-    """Attribute dicts that only depend on the partition, built once per partition."""
+    """Attribute dicts that only depend on the partition, built once per partition, and its counts of
+    consumed records (read by an observable counter: one integer addition per record, where a
+    counter's add would cost an SDK measurement)."""
 
     process_span: Attributes
     process_metric: Attributes
     poll_metric: Attributes
     link_one_topic: Attributes
     link_many_topics: Attributes
+    polled: int = 0
+    delivered: int = 0
 
 
 class RecordTracer:
@@ -224,6 +231,7 @@ class RecordTracer:
         key_max_length: int = DEFAULT_KEY_MAX_LENGTH,
         max_links: int | None = None,
         lag: LagCallback | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
@@ -261,23 +269,43 @@ class RecordTracer:
         self._poll_durations: dict[str | None, Attributes] = {}
         self._open: _Processing | None = None
         self._lag = lag
-        self._metrics_on = False
-        if lag is not None:
-            self._instruments.watch_lag(self)
+        self._clock = clock
+        self._tracing_on = self._metering_on = False
+        self._recheck_at = -math.inf
+        self._refresh()
+        self._instruments.watch(self)
 
     # -- is anyone listening? ---------------------------------------------------------------------
 
     def tracing(self) -> bool:
         """False while spans would go nowhere (no SDK installed): then no per-record work is done."""
-        provider = self._tracer_provider or trace.get_tracer_provider()
-        return not isinstance(provider, _SILENT_TRACER_PROVIDERS)
+        if self._recheck_at != math.inf:
+            self._refresh()
+        return self._tracing_on
 
     def metering(self) -> bool:
-        if self._metrics_on:
-            return True
-        provider = self._meter_provider or metrics.get_meter_provider()
-        self._metrics_on = type(provider).__name__ not in _SILENT_METER_PROVIDERS
-        return self._metrics_on
+        """False while measurements would go nowhere (no SDK installed)."""
+        if self._recheck_at != math.inf:
+            self._refresh()
+        return self._metering_on
+
+    def _refresh(self) -> None:
+        """Look whether an SDK is installed, at most once a second while one is missing.
+
+        Reading the global providers costs an environment lookup each, too much for every record; the
+        global providers can only be set once, so once both are there nothing is looked at again.
+        """
+        now = self._clock()
+        if now < self._recheck_at:
+            return
+        tracer_provider = self._tracer_provider or trace.get_tracer_provider()
+        self._tracing_on = not isinstance(tracer_provider, _SILENT_TRACER_PROVIDERS)
+        meter_provider = self._meter_provider or metrics.get_meter_provider()
+        self._metering_on = type(meter_provider).__name__ not in _SILENT_METER_PROVIDERS
+        settled = (self._tracing_on or self._tracer_provider is not None) and (
+            self._metering_on or self._meter_provider is not None
+        )
+        self._recheck_at = math.inf if settled else now + _RECHECK_SECONDS
 
     # -- the calls the consumer makes ---------------------------------------------------------------
 
@@ -299,10 +327,7 @@ class RecordTracer:
         topic = next(iter(topics)) if len(topics) == 1 else None
         if metering:
             for tp, rows in records.items():
-                if rows:
-                    self._instruments.consumed_messages.add(
-                        len(rows), self._partition(tp.topic, tp.partition).poll_metric
-                    )
+                self._partition(tp.topic, tp.partition).polled += len(rows)
             self._instruments.operation_duration.record(
                 max(0, now - started_ns) / 1e9, self._poll_duration_attributes(topic)
             )
@@ -330,9 +355,7 @@ class RecordTracer:
             self.end()
         metering = self.metering()
         if metering:
-            self._instruments.consumed_messages.add(
-                1, self._partition(record.topic, record.partition).process_metric
-            )
+            self._partition(record.topic, record.partition).delivered += 1
         if metering or self.tracing():
             self._open = self._start(record)
 
@@ -363,34 +386,26 @@ class RecordTracer:
     def close(self, error: BaseException | None = None) -> None:
         """The consumer stops: end the open span (with the exception leaving the loop, if any)."""
         self.end(error)
-        if self._lag is not None:
-            self._instruments.unwatch_lag(self)
+        self._instruments.unwatch(self)
 
-    @contextlib.contextmanager
-    def processing(self, record: Record) -> Iterator[Span]:
-        """The record's process span, current inside the block; an exception leaving it is recorded.
+    def processing(self, record: Record) -> ProcessingBlock:
+        """The record's process span, current inside the ``with`` block; an exception leaving the
+        block is recorded on it (and goes on).
 
         For ``getmany`` users (a new span per block). Inside ``async for`` it takes over the span the
         loop opened for that same record, so the loop body's exceptions are recorded for certain.
         """
-        if self._open is not None and self._open.record is record:
-            processing: _Processing | None = self._open
-            self._open = None
-        elif self.tracing() or self.metering():
-            processing = self._start(record)
-        else:
-            processing = None
-        if processing is None:
-            yield trace.INVALID_SPAN
-            return
-        try:
-            yield processing.span
-        except BaseException as error:
-            self._finish(processing, error)
-            raise
-        self._finish(processing, None)
+        if self._open is None and not (self.tracing() or self.metering()):
+            return _NOTHING_TO_PROCESS
+        return ProcessingBlock(self, record)
 
-    # -- lag gauge (LagSource) ----------------------------------------------------------------------
+    def _begin_block(self, record: Record) -> _Processing:
+        if self._open is not None and self._open.record is record:
+            processing, self._open = self._open, None
+            return processing
+        return self._start(record)
+
+    # -- what the observable instruments read (on the SDK's export thread) -------------------------
 
     @property
     def lag_identity(self) -> Attributes:
@@ -398,6 +413,16 @@ class RecordTracer:
 
     def current_lag(self) -> Mapping[Any, int]:
         return self._lag() if self._lag is not None else {}
+
+    def consumed(self) -> list[tuple[int, Attributes]]:
+        """Records handed to the application so far, per partition and delivering operation."""
+        out = []
+        for where in list(self._partitions.values()):
+            if where.polled:
+                out.append((where.polled, where.poll_metric))
+            if where.delivered:
+                out.append((where.delivered, where.process_metric))
+        return out
 
     # -- inside -------------------------------------------------------------------------------------
 
@@ -524,6 +549,32 @@ class RecordTracer:
     def _end_if_open(self, processing: _Processing) -> None:
         if self._open is processing:
             self.end()
+
+
+class ProcessingBlock:
+    """What ``RecordTracer.processing(record)`` returns: a ``with`` block around one record's handling."""
+
+    __slots__ = ("_processing", "_record", "_tracer")
+
+    def __init__(self, tracer: RecordTracer | None, record: Record) -> None:
+        self._tracer = tracer
+        self._record = record
+        self._processing: _Processing | None = None
+
+    def __enter__(self) -> Span:
+        if self._tracer is None:
+            return trace.INVALID_SPAN
+        self._processing = self._tracer._begin_block(self._record)
+        return self._processing.span
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        processing, self._processing = self._processing, None
+        if processing is not None and self._tracer is not None:
+            self._tracer._finish(processing, error)
+
+
+_NOTHING_TO_PROCESS = ProcessingBlock(None, None)
+"""The block when no SDK listens: shared, it holds nothing."""
 
 
 class RecordLoop(Generic[T]):

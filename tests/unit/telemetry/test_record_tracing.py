@@ -363,3 +363,24 @@ def test_the_api_proxies_count_as_no_sdk() -> None:
     sdk = Sdk()
     tracer = sdk.record_tracer(tracer_provider=trace.ProxyTracerProvider())
     assert not tracer.tracing()
+
+
+def test_an_sdk_installed_after_the_consumer_is_noticed_within_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    now = [100.0]
+    installed: list[trace.TracerProvider] = [trace.ProxyTracerProvider()]
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: installed[0])
+    sdk = Sdk()
+    tracer = sdk.record_tracer(tracer_provider=None, clock=lambda: now[0])
+    assert not tracer.tracing()
+    installed[0] = TracerProvider()
+    now[0] += 0.5
+    assert not tracer.tracing(), "looked at no more than once a second"
+    now[0] += 0.6
+    assert tracer.tracing()
+    installed[0] = trace.ProxyTracerProvider()
+    now[0] += 10
+    assert tracer.tracing(), "a global provider cannot be unset: never looked at again"

@@ -1,18 +1,40 @@
-"""Telemetry overhead: records/s consumed by StaticConsumer with telemetry on (no SDK) and off.
+"""Telemetry overhead: records/s consumed by StaticConsumer with telemetry off, on without an SDK, and
+with the OpenTelemetry SDK installed and tracing every record.
 
     .venv/bin/python benchmarks/telemetry_overhead.py [--repeats 7] [--records 300000]
-        [--iterate-records 20000] [--out benchmarks/results/telemetry_overhead.json]
+        [--iterate-records 20000] [--variants ...] [--patterns ...]
+        [--out benchmarks/results/telemetry_overhead.json]
 
-Telemetry is on by default, so its cost when the application installs no OpenTelemetry SDK is what
-every user pays. One embedded broker, one topic filled once; each timed run is a fresh consumer in a
-fresh group reading the whole topic from the start, timed from its first record to its last (joining
-is not timed). Variants alternate within every repeat, and the order flips each repeat, so machine
-noise hits both alike. Two access patterns: ``getmany`` (batches, the usual loop) and ``iterate``
-(``async for``, one poll per record, the worst case for the observer because every poll is a
-membership step). The observer's own cost per call is also timed alone (``hot_path``), since
-end-to-end throughput on a shared machine is too noisy to resolve nanoseconds. Results go to a
-msgspec-typed JSON file with the machine (cores, memory), git revision and Kafka version; a PNG plot is
-written if matplotlib is importable. Not a timed test: read the medians against the spread.
+Variants (``--variants``, all by default):
+
+- ``telemetry_off``: ``StaticConsumer(telemetry=False)``;
+- ``telemetry_on_no_sdk``: the default, with no OpenTelemetry SDK installed: what every user pays;
+- ``tracing_sdk_noop_exporter``: the SDK installed as the global providers, every span handed to a
+  ``SimpleSpanProcessor`` whose exporter discards it, metrics into an in-memory reader that is never
+  read: the cost of creating, recording and ending spans and of aggregating metrics;
+- ``tracing_sdk_batch_exporter``: the SDK as an application runs it: a ``BatchSpanProcessor`` that
+  serialises every span to JSON on its worker thread (the console exporter, written to /dev/null)
+  and a periodic metric reader exporting every 5 s the same way.
+
+Patterns (``--patterns``): ``getmany`` (batches, the usual loop; no per-record span, a ``poll`` span
+per batch with a link per record), ``iterate`` (``async for``: a ``process`` span per record, one poll
+per record, the worst case) and ``getmany_processing`` (``getmany`` with ``consumer.processing(record)``
+around each record; skipped while the consumer has no ``processing``).
+
+One embedded broker, one topic filled once with records that carry a W3C ``traceparent`` header each,
+as an instrumented producer writes them. Each timed run is a fresh Python process (so each can install
+its own global SDK, as applications do) running a fresh consumer in a fresh group that reads the whole
+topic from the start, timed from its first record to its last (start-up and joining are not timed).
+Variants alternate within every repeat and their order rotates, so machine noise hits all alike. The
+SDK variants also count the record spans they saw: zero means the consumer is not wired to the record
+telemetry (before issue 15's phase 2) and the figure measures membership telemetry only.
+
+Measured alone, without a broker (``hot_path``, ``per_record``): the membership observer's cost per
+call, and the record telemetry's cost per record for each variant: ``RecordTracer`` driven the way the
+consumer drives it. End-to-end throughput on a shared machine is too noisy to resolve these. Results go
+to a msgspec-typed JSON file with the machine (cores, memory, load average), git revision and Kafka
+version; a PNG plot is written if matplotlib is importable. Not a timed test: read the medians against
+the spread.
 """
 
 from __future__ import annotations
@@ -20,14 +42,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 # Run as a script, Python puts benchmarks/ first on sys.path, where benchmarks/assignors.py would
 # shadow the real ``assignors`` package.
@@ -46,6 +72,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "telemetry_overhead.json"
 PARTITIONS = 4
 VARIANTS = ("telemetry_on_no_sdk", "telemetry_off")
+"""The two variants every report has (the committed results' schema)."""
+SDK_VARIANTS = ("tracing_sdk_noop_exporter", "tracing_sdk_batch_exporter")
+ALL_VARIANTS = VARIANTS + SDK_VARIANTS
+PATTERNS = ("getmany", "iterate", "getmany_processing")
+BATCH = 500
+"""Records per batch in the per-record measurements (``max_poll_records``' default)."""
 
 
 class Spread(msgspec.Struct):
@@ -69,13 +101,33 @@ class Pattern(msgspec.Struct):
     """Median records/s with telemetry on divided by off: 1.0 means no cost, below 1 a cost."""
     within_spread: bool
     """True when the medians differ by less than either variant's interquartile range."""
+    tracing_sdk_noop_exporter: Spread | None = None
+    tracing_sdk_batch_exporter: Spread | None = None
+    sdk_noop_vs_off_median: float | None = None
+    sdk_batch_vs_off_median: float | None = None
+    record_spans_per_record: dict[str, float] = {}
+    """Per SDK variant: the consumer's record spans (``poll``/``process``) seen per record consumed."""
 
 
 class HotPath(msgspec.Struct):
-    """Nanoseconds per ``TelemetryObserver.observe`` call with no SDK, measured alone (no broker noise)."""
+    """Nanoseconds per ``TelemetryObserver.observe`` call with no SDK, measured alone (no broker noise):
+    CPU time of the process (wall time on a shared machine mostly measures the other tenants)."""
 
     step: str
     calls_per_run: int
+    runs: int
+    median_ns: float
+    min_ns: float
+    max_ns: float
+
+
+class PerRecord(msgspec.Struct):
+    """CPU nanoseconds per record of the record telemetry alone: ``RecordTracer`` driven as the consumer
+    does, every record with a traceparent header; and, per SDK variant, the SDK's own reference costs."""
+
+    variant: str
+    path: str
+    records_per_run: int
     runs: int
     median_ns: float
     min_ns: float
@@ -93,6 +145,9 @@ class Environment(msgspec.Struct):
     kafka_version: str
     git_revision: str
     git_dirty: bool
+    opentelemetry_sdk: str | None = None
+    load_average: tuple[float, float, float] | None = None
+    """1, 5 and 15 minute load averages at the start: how busy the (shared) machine was."""
 
 
 class Report(msgspec.Struct):
@@ -104,20 +159,87 @@ class Report(msgspec.Struct):
     hot_path: list[HotPath]
     poll_share_of_iterate: float
     """The per-poll observe() cost as a fraction of one ``async for`` step (median telemetry-off rate)."""
+    per_record: list[PerRecord] = []
+
+
+# -- the SDK variants -------------------------------------------------------------------------------
+
+
+def sdk_providers(variant: str) -> tuple[Any, Any, Any]:
+    """Tracer and meter providers of an SDK variant, and a span counter added to the tracer's."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import (
+        ConsoleMetricExporter,
+        InMemoryMetricReader,
+        PeriodicExportingMetricReader,
+    )
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        ConsoleSpanExporter,
+        SimpleSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    class Discard(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    class SpanCounter(SpanProcessor):
+        """Counts the consumer's record spans (``poll``/``process``): the proof they were made."""
+
+        def __init__(self) -> None:
+            self.record_spans = 0
+
+        def on_end(self, span: ReadableSpan) -> None:
+            if span.name.startswith(("process ", "poll")):
+                self.record_spans += 1
+
+    counter = SpanCounter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(counter)
+    if variant == "tracing_sdk_noop_exporter":
+        tracer_provider.add_span_processor(SimpleSpanProcessor(Discard()))
+        reader: Any = InMemoryMetricReader()
+    elif variant == "tracing_sdk_batch_exporter":
+        devnull = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+        tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=devnull)))
+        reader = PeriodicExportingMetricReader(
+            ConsoleMetricExporter(out=devnull), export_interval_millis=5000
+        )
+    else:
+        raise ValueError(f"not an SDK variant: {variant}")
+    return tracer_provider, MeterProvider(metric_readers=[reader]), counter
+
+
+# -- the broker runs --------------------------------------------------------------------------------
+
+
+def traceparent(rng: random.Random) -> bytes:
+    return f"00-{rng.getrandbits(128):032x}-{rng.getrandbits(64):016x}-01".encode()
 
 
 async def fill(bootstrap: str, topic: str, records: int) -> None:
+    """``records`` records of 100 bytes, each with its own producer context in a traceparent header."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, max_batch_size=256 * 1024)
     await producer.start()
+    rng = random.Random(15)
     try:
         payload = b"x" * 100
         for i in range(records):
-            await producer.send(topic, payload, key=str(i).encode())
+            await producer.send(
+                topic, payload, key=str(i).encode(), headers=[("traceparent", traceparent(rng))]
+            )
             if i % 10_000 == 0:
                 await producer.flush()
         await producer.flush()
     finally:
         await producer.stop()
+
+
+class Unsupported(Exception):
+    """The pattern needs a consumer API this revision does not have."""
 
 
 async def consume_once(bootstrap: str, topic: str, records: int, pattern: str, telemetry: bool) -> float:
@@ -132,16 +254,24 @@ async def consume_once(bootstrap: str, topic: str, records: int, pattern: str, t
         heartbeat_interval_ms=1_000,
         telemetry=telemetry,
     )
+    processing: Callable[[Any], Any] | None = getattr(consumer, "processing", None)
+    if pattern == "getmany_processing" and processing is None:
+        raise Unsupported("StaticConsumer has no processing(record) yet (issue 15, phase 2)")
     seen = 0
     first_batch = 0
     first_at = 0.0
     async with consumer:
-        if pattern == "getmany":
+        if pattern in ("getmany", "getmany_processing"):
             while seen < records:
                 batch = await consumer.getmany(timeout_ms=1000)
                 got = sum(len(rows) for rows in batch.values())
                 if got and not seen:
                     first_at, first_batch = time.perf_counter(), got  # the first batch starts the clock
+                if processing is not None and pattern == "getmany_processing":
+                    for rows in batch.values():
+                        for record in rows:
+                            with processing(record):
+                                pass
                 seen += got
         else:
             async for _record in consumer:
@@ -152,6 +282,35 @@ async def consume_once(bootstrap: str, topic: str, records: int, pattern: str, t
                     break
         elapsed = time.perf_counter() - first_at
     return (seen - first_batch) / elapsed
+
+
+def child(variant: str, pattern: str, bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+    """One timed run in this (fresh) process; what the parent reads from its last line of output."""
+    counter = None
+    if variant in SDK_VARIANTS:
+        tracer_provider, meter_provider, counter = sdk_providers(variant)
+        trace.set_tracer_provider(tracer_provider)
+        metrics.set_meter_provider(meter_provider)
+    try:
+        rate = asyncio.run(consume_once(bootstrap, topic, records, pattern, variant != "telemetry_off"))
+    except Unsupported as reason:
+        return {"unsupported": str(reason)}
+    out: dict[str, Any] = {"rate": rate}
+    if counter is not None:
+        out["record_spans_per_record"] = counter.record_spans / records
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+    return out
+
+
+def run_child(variant: str, pattern: str, bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", variant, pattern]
+    command += ["--bootstrap", bootstrap, "--topic", topic, "--records", str(records)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
+    if result.returncode != 0:
+        raise RuntimeError(f"{variant}/{pattern} run failed:\n{result.stderr[-3000:]}")
+    found: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return found
 
 
 def spread(samples: list[float]) -> Spread:
@@ -167,41 +326,84 @@ def spread(samples: list[float]) -> Spread:
     )
 
 
-async def run(bootstrap: str, repeats: int, records: int, iterate_records: int) -> list[Pattern]:
-    topic = f"bench-telemetry-{uuid.uuid4().hex[:8]}"
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+def rotated(variants: Sequence[str], repeat: int) -> list[str]:
+    """Each repeat starts with the next variant, and every other repeat runs backwards."""
+    order = list(variants[repeat % len(variants) :]) + list(variants[: repeat % len(variants)])
+    return order if repeat % 2 == 0 else order[::-1]
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    finally:
-        await admin.close()
-    await asyncio.sleep(1)
-    await fill(bootstrap, topic, records)
-    patterns = []
-    for pattern, count in (("getmany", records), ("iterate", iterate_records)):
-        results: dict[str, list[float]] = {v: [] for v in VARIANTS}
-        await consume_once(bootstrap, topic, min(count, 5_000), pattern, True)  # warm up
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    async def create() -> None:
+        from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+        finally:
+            await admin.close()
+        await asyncio.sleep(1)
+
+    asyncio.run(create())
+
+
+def run(
+    bootstrap: str,
+    repeats: int,
+    records: int,
+    iterate_records: int,
+    variants: Sequence[str],
+    patterns: Sequence[str],
+) -> list[Pattern]:
+    topic = f"bench-telemetry-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    asyncio.run(fill(bootstrap, topic, records))
+    out = []
+    for pattern in patterns:
+        count = iterate_records if pattern == "iterate" else records
+        warm = run_child("telemetry_on_no_sdk", pattern, bootstrap, topic, min(count, 5_000))
+        if "unsupported" in warm:
+            print(f"{pattern:18s} skipped: {warm['unsupported']}")
+            continue
+        results: dict[str, list[float]] = {v: [] for v in variants}
+        spans: dict[str, list[float]] = {v: [] for v in variants if v in SDK_VARIANTS}
         for repeat in range(repeats):
-            order = VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]
-            for variant in order:
-                rate = await consume_once(bootstrap, topic, count, pattern, variant == "telemetry_on_no_sdk")
-                results[variant].append(rate)
-                print(f"{pattern:8s} repeat {repeat + 1}/{repeats} {variant:20s} {rate:12,.0f} records/s")
-        on, off = spread(results["telemetry_on_no_sdk"]), spread(results["telemetry_off"])
+            for variant in rotated(variants, repeat):
+                found = run_child(variant, pattern, bootstrap, topic, count)
+                results[variant].append(found["rate"])
+                if variant in spans:
+                    spans[variant].append(found["record_spans_per_record"])
+                rate = found["rate"]
+                print(f"{pattern:18s} repeat {repeat + 1}/{repeats} {variant:28s} {rate:12,.0f} records/s")
+        off = spread(results["telemetry_off"])
+        on = spread(results["telemetry_on_no_sdk"])
         widest = max(on.p75 - on.p25, off.p75 - off.p25)
-        patterns.append(
-            Pattern(
-                pattern=pattern,
-                records_per_run=count,
-                telemetry_on_no_sdk=on,
-                telemetry_off=off,
-                on_vs_off_median=round(on.median / off.median, 4),
-                within_spread=abs(on.median - off.median) <= widest,
-            )
+        row = Pattern(
+            pattern=pattern,
+            records_per_run=count,
+            telemetry_on_no_sdk=on,
+            telemetry_off=off,
+            on_vs_off_median=round(on.median / off.median, 4),
+            within_spread=abs(on.median - off.median) <= widest,
+            record_spans_per_record={v: round(statistics.median(x), 4) for v, x in spans.items()},
         )
-    return patterns
+        if "tracing_sdk_noop_exporter" in results:
+            row.tracing_sdk_noop_exporter = spread(results["tracing_sdk_noop_exporter"])
+            row.sdk_noop_vs_off_median = round(row.tracing_sdk_noop_exporter.median / off.median, 4)
+        if "tracing_sdk_batch_exporter" in results:
+            row.tracing_sdk_batch_exporter = spread(results["tracing_sdk_batch_exporter"])
+            row.sdk_batch_vs_off_median = round(row.tracing_sdk_batch_exporter.median / off.median, 4)
+        for variant, per_record in row.record_spans_per_record.items():
+            if per_record == 0:
+                print(
+                    f"{pattern:18s} {variant}: the consumer emitted no record span; this revision traces "
+                    "membership only (record telemetry is wired in issue 15, phase 2)"
+                )
+        out.append(row)
+    return out
+
+
+# -- measured alone ---------------------------------------------------------------------------------
 
 
 def hot_path(runs: int, calls: int = 100_000) -> list[HotPath]:
@@ -236,10 +438,10 @@ def hot_path(runs: int, calls: int = 100_000) -> list[HotPath]:
     ):
         samples = []
         for _ in range(runs):
-            started = time.perf_counter_ns()
+            started = time.process_time_ns()
             for _ in range(calls):
                 step()
-            samples.append((time.perf_counter_ns() - started) / calls)
+            samples.append((time.process_time_ns() - started) / calls)
         out.append(
             HotPath(
                 step=name,
@@ -251,6 +453,157 @@ def hot_path(runs: int, calls: int = 100_000) -> list[HotPath]:
             )
         )
     return out
+
+
+def bench_records(count: int) -> list[Any]:
+    """Records as aiokafka hands them over: 100-byte values, short keys, a traceparent header each."""
+    from aiokafka.structs import ConsumerRecord
+
+    rng = random.Random(15)
+    return [
+        ConsumerRecord(
+            topic="bench",
+            partition=i % PARTITIONS,
+            offset=i,
+            timestamp=0,
+            timestamp_type=0,
+            key=str(i).encode(),
+            value=b"x" * 100,
+            checksum=None,
+            serialized_key_size=-1,
+            serialized_value_size=100,
+            headers=(("traceparent", traceparent(rng)),),
+        )
+        for i in range(count)
+    ]
+
+
+def per_record(runs: int, records: int = 20_000) -> list[PerRecord]:
+    """The record telemetry's cost per record, for each variant, driven as the consumer drives it."""
+    from aiokafka.structs import TopicPartition
+
+    from staticconsumer.telemetry import RecordTracer
+
+    rows = bench_records(records)
+    batches = []
+    for start in range(0, records, BATCH):
+        batch: dict[Any, list[Any]] = {}
+        for record in rows[start : start + BATCH]:
+            batch.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
+        batches.append(batch)
+
+    def one_by_one(tracer: RecordTracer) -> None:  # getone / async for
+        for record in rows:
+            tracer.requested()
+            tracer.delivered(record)
+        tracer.requested()
+
+    def in_batches(tracer: RecordTracer) -> None:  # getmany, no per-record span
+        for batch in batches:
+            tracer.polled(batch, tracer.requested())
+
+    def in_batches_processing(tracer: RecordTracer) -> None:  # getmany + processing(record)
+        for batch in batches:
+            tracer.polled(batch, tracer.requested())
+            for partition_rows in batch.values():
+                for record in partition_rows:
+                    with tracer.processing(record):
+                        pass
+
+    paths: tuple[tuple[str, Callable[[RecordTracer], None]], ...] = (
+        ("async for / getone: requested + delivered", one_by_one),
+        (f"getmany, batches of {BATCH}: requested + polled", in_batches),
+        (f"getmany, batches of {BATCH}, processing(record) each", in_batches_processing),
+    )
+    out = []
+    for variant in ("telemetry_on_no_sdk", *SDK_VARIANTS):
+        if variant == "telemetry_on_no_sdk":
+            tracer_provider, meter_provider, flush = None, None, None
+        else:
+            tracer_provider, meter_provider, _ = sdk_providers(variant)
+            flush = tracer_provider
+        tracer = RecordTracer(
+            group_id="bench",
+            client_id="bench-0",
+            group_instance_id="bench-0",
+            bootstrap_servers="localhost:9092",
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
+        )
+        for path, drive in paths:
+            samples = []
+            for _ in range(runs):
+
+                async def timed() -> int:
+                    started = time.process_time_ns()
+                    drive(tracer)  # noqa: B023 (called at once)
+                    return time.process_time_ns() - started
+
+                samples.append(asyncio.run(timed()) / records)
+                if flush is not None:
+                    flush.force_flush()
+            out.append(
+                PerRecord(
+                    variant=variant,
+                    path=path,
+                    records_per_run=records,
+                    runs=runs,
+                    median_ns=round(statistics.median(samples), 1),
+                    min_ns=round(min(samples), 1),
+                    max_ns=round(max(samples), 1),
+                )
+            )
+        if tracer_provider is not None:
+            out += reference_costs(variant, tracer_provider, meter_provider, runs, records)
+        tracer.close()
+        if flush is not None:
+            flush.shutdown()
+    return out
+
+
+def reference_costs(
+    variant: str, tracer_provider: Any, meter_provider: Any, runs: int, calls: int
+) -> list[PerRecord]:
+    """What the SDK itself costs on this machine right now, to read the per-record figures against:
+    the record telemetry cannot cost less than one span with its attributes and one histogram point."""
+    span_attributes = {f"attribute.{i}": "value" for i in range(10)}
+    point_attributes = {f"attribute.{i}": "value" for i in range(7)}
+    tracer = tracer_provider.get_tracer("reference")
+    histogram = meter_provider.get_meter("reference").create_histogram("reference.duration", unit="s")
+
+    def span() -> None:
+        tracer.start_span("reference", attributes=span_attributes).end()
+
+    def point() -> None:
+        histogram.record(0.001, point_attributes)
+
+    out = []
+    for path, step in (
+        ("reference: one span, 10 attributes, started and ended", span),
+        ("reference: one histogram point, 7 attributes", point),
+    ):
+        samples = []
+        for _ in range(runs):
+            started = time.process_time_ns()
+            for _ in range(calls):
+                step()
+            samples.append((time.process_time_ns() - started) / calls)
+            tracer_provider.force_flush()
+        out.append(
+            PerRecord(
+                variant=variant,
+                path=path,
+                records_per_run=calls,
+                runs=runs,
+                median_ns=round(statistics.median(samples), 1),
+                min_ns=round(min(samples), 1),
+                max_ns=round(max(samples), 1),
+            )
+        )
+    return out
+
+
+# -- report -----------------------------------------------------------------------------------------
 
 
 def _memory_bytes() -> int | None:
@@ -275,11 +628,15 @@ def _git(*args: str) -> str:
     return result.stdout.strip()
 
 
-def environment(kafka_version: str) -> Environment:
+def environment(kafka_version: str, load: tuple[float, float, float] | None) -> Environment:
     from importlib import metadata
 
     import aiokafka
 
+    try:
+        sdk: str | None = metadata.version("opentelemetry-sdk")
+    except metadata.PackageNotFoundError:
+        sdk = None
     return Environment(
         cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
         memory_bytes=_memory_bytes(),
@@ -291,6 +648,8 @@ def environment(kafka_version: str) -> Environment:
         kafka_version=kafka_version,
         git_revision=_git("rev-parse", "HEAD") or "unknown",
         git_dirty=bool(_git("status", "--porcelain", "--", "staticconsumer", "benchmarks")),
+        opentelemetry_sdk=sdk,
+        load_average=load,
     )
 
 
@@ -303,18 +662,25 @@ def plot(report: Report, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, axes = plt.subplots(1, len(report.patterns), figsize=(5 * len(report.patterns), 4))
-    for ax, row in zip(list(axes) if len(report.patterns) > 1 else [axes], report.patterns, strict=True):
-        spreads = [row.telemetry_on_no_sdk, row.telemetry_off]
-        medians = [s.median for s in spreads]
+    labels = {
+        "telemetry_off": "off",
+        "telemetry_on_no_sdk": "on, no SDK",
+        "tracing_sdk_noop_exporter": "SDK, no-op\nexporter",
+        "tracing_sdk_batch_exporter": "SDK, batch\nexporter",
+    }
+    colors = ["tab:gray", "tab:blue", "tab:orange", "tab:red"]
+    fig, axes = plt.subplots(1, len(report.patterns), figsize=(5 * len(report.patterns), 4), squeeze=False)
+    for ax, row in zip(axes[0], report.patterns, strict=True):
+        shown = [(v, getattr(row, v)) for v in labels if getattr(row, v) is not None]
+        medians = [s.median for _, s in shown]
         ax.bar(
-            ["on, no SDK", "off"],
+            [labels[v] for v, _ in shown],
             medians,
             yerr=[
-                [m - s.min for m, s in zip(medians, spreads, strict=True)],
-                [s.max - m for m, s in zip(medians, spreads, strict=True)],
+                [m - s.min for m, (_, s) in zip(medians, shown, strict=True)],
+                [s.max - m for m, (_, s) in zip(medians, shown, strict=True)],
             ],
-            color=["tab:blue", "tab:gray"],
+            color=colors[: len(shown)],
         )
         ax.set_title(f"{row.pattern} ({row.records_per_run:,} records)")
         ax.set_ylabel("records/s (median, min-max)")
@@ -332,46 +698,75 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per variant and pattern (>= 5)")
     parser.add_argument("--records", type=int, default=300_000, help="records per getmany run")
     parser.add_argument("--iterate-records", type=int, default=20_000, help="records per async-for run")
+    parser.add_argument("--variants", nargs="+", choices=ALL_VARIANTS, default=list(ALL_VARIANTS))
+    parser.add_argument("--patterns", nargs="+", choices=PATTERNS, default=list(PATTERNS))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--child", nargs=2, metavar=("VARIANT", "PATTERN"), help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child, args.bootstrap, args.topic, args.records)))
+        return 0
     if args.repeats < 5:
         parser.error("--repeats must be at least 5: fewer runs say nothing about the spread")
-    # The point is the cost with no SDK: refuse to run if something installed one.
+    missing = set(VARIANTS) - set(args.variants)
+    if missing:
+        parser.error(f"--variants must include {sorted(missing)}: every report compares them")
+    # The default variant's point is the cost with no SDK: refuse to run if something installed one.
     assert type(trace.get_tracer_provider()).__name__ == "ProxyTracerProvider"
     assert type(metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider"
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     bootstrap = external_bootstrap()
     if bootstrap:
-        patterns = asyncio.run(run(bootstrap, args.repeats, args.records, args.iterate_records))
+        patterns = run(
+            bootstrap, args.repeats, args.records, args.iterate_records, args.variants, args.patterns
+        )
         kafka_version = "external"
     else:
         with EmbeddedKafka() as kafka:
-            patterns = asyncio.run(
-                run(kafka.bootstrap_servers, args.repeats, args.records, args.iterate_records)
+            patterns = run(
+                kafka.bootstrap_servers,
+                args.repeats,
+                args.records,
+                args.iterate_records,
+                args.variants,
+                args.patterns,
             )
             kafka_version = kafka.version
     hot = hot_path(args.repeats)
-    iterate = next(row for row in patterns if row.pattern == "iterate")
+    records = per_record(args.repeats)
+    iterate = next((row for row in patterns if row.pattern == "iterate"), None)
     report = Report(
         benchmark="telemetry_overhead",
         created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         command=" ".join([Path(sys.executable).name, *sys.argv]),
-        environment=environment(kafka_version),
+        environment=environment(kafka_version, load),
         patterns=patterns,
         hot_path=hot,
-        poll_share_of_iterate=round(hot[0].median_ns * iterate.telemetry_off.median / 1e9, 6),
+        poll_share_of_iterate=(
+            round(hot[0].median_ns * iterate.telemetry_off.median / 1e9, 6) if iterate is not None else 0.0
+        ),
+        per_record=records,
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
     for row in patterns:
-        on, off = row.telemetry_on_no_sdk, row.telemetry_off
+        off = row.telemetry_off.median
+        line = f"{row.pattern:18s} off {off:10,.0f} rec/s  on/no SDK {row.on_vs_off_median:.3f}"
+        if row.sdk_noop_vs_off_median is not None:
+            line += f"  SDK no-op exporter {row.sdk_noop_vs_off_median:.3f}"
+        if row.sdk_batch_vs_off_median is not None:
+            line += f"  SDK batch exporter {row.sdk_batch_vs_off_median:.3f}"
+        print(line + "  (x off)")
+    for h in hot:
+        print(f"observe() {h.step:28s} {h.median_ns:8.1f} ns [{h.min_ns:.1f}..{h.max_ns:.1f}]")
+    for r in records:
         print(
-            f"{row.pattern:8s} on/no SDK {on.median:10,.0f} rec/s [{on.min:,.0f}..{on.max:,.0f}]  "
-            f"off {off.median:10,.0f} rec/s [{off.min:,.0f}..{off.max:,.0f}]  "
-            f"ratio {row.on_vs_off_median:.3f}  within spread: {row.within_spread}"
+            f"per record {r.variant:28s} {r.path:52s} {r.median_ns:9.1f} ns [{r.min_ns:.1f}..{r.max_ns:.1f}]"
         )
-    for row in hot:
-        print(f"observe() {row.step:28s} {row.median_ns:8.1f} ns [{row.min_ns:.1f}..{row.max_ns:.1f}]")
-    print(f"per-poll observe() = {report.poll_share_of_iterate:.4%} of one async-for step")
+    if iterate is not None:
+        print(f"per-poll observe() = {report.poll_share_of_iterate:.4%} of one async-for step")
     png = args.out.with_suffix(".png")
     print(f"wrote {args.out}" + (f" and {png}" if plot(report, png) else " (no matplotlib: no plot)"))
     return 0

@@ -21,6 +21,7 @@ from record_harness import (
 
 from staticconsumer.telemetry import ProcessParent
 from staticconsumer.telemetry import attributes as a
+from staticconsumer.telemetry.records import message_key, server_of
 
 
 def current_span_id() -> int:
@@ -384,3 +385,44 @@ def test_an_sdk_installed_after_the_consumer_is_noticed_within_a_second(
     installed[0] = trace.ProxyTracerProvider()
     now[0] += 10
     assert tracer.tracing(), "a global provider cannot be unset: never looked at again"
+
+
+@pytest.mark.parametrize(
+    ("key", "limit", "recorded"),
+    [
+        (b"customer-42", 64, "customer-42"),
+        ("customer-42", 64, "customer-42"),
+        (42, 64, "42"),
+        (b"", 64, ""),
+        (None, 64, None),
+        (b"\xff\xfe", 64, None),
+        (b"tab\there", 64, None),
+        ("x" * 65, 64, None),
+        ("x" * 64, 64, "x" * 64),
+        (b"customer-42", 0, None),
+        (True, 64, None),
+        (3.5, 64, None),
+        (memoryview(b"abc"), 64, "abc"),
+    ],
+)
+def test_only_short_keys_with_a_canonical_printable_form_are_recorded(
+    key: Any, limit: int, recorded: str | None
+) -> None:
+    assert message_key(key, limit) == recorded
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "server"),
+    [
+        ("kafka-1:9093,kafka-2:9093", ("kafka-1", 9093)),
+        (("kafka-1:9093", "kafka-2:9093"), ("kafka-1", 9093)),
+        ("kafka-1", ("kafka-1", 9092)),
+        ("[::1]:19092", ("::1", 19092)),
+        ("SASL_SSL://broker.example:9094", ("broker.example", 9094)),
+        ((" ", "b:1"), ("b", 1)),
+        ((), None),
+        ("", None),
+    ],
+)
+def test_server_address_is_the_first_bootstrap_server(bootstrap: Any, server: tuple[str, int] | None) -> None:
+    assert server_of(bootstrap) == server

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from staticconsumer.errors import ErrorCode
 
@@ -193,6 +194,9 @@ def code_name(code: int) -> str:
 # ---------------------------------------------------------------------------------------- docs
 
 
+R = TypeVar("R", Reaction, CommitReaction)
+
+
 def _steps_text(steps: tuple[Step, ...]) -> str:
     return "; ".join(step.value for step in steps) if steps else "nothing"
 
@@ -201,9 +205,9 @@ def _codes_text(codes: list[int]) -> str:
     return ", ".join(code_name(code) for code in codes)
 
 
-def _grouped(reactions: Mapping[int, Reaction]) -> list[tuple[list[int], Reaction]]:
+def _grouped(reactions: Mapping[int, R]) -> list[tuple[list[int], R]]:
     """Codes with the same reaction share a row, in the table's order."""
-    rows: list[tuple[list[int], Reaction]] = []
+    rows: list[tuple[list[int], R]] = []
     for code, reaction in reactions.items():
         for codes, existing in rows:
             if existing == reaction:
@@ -232,15 +236,7 @@ def _commit_table() -> str:
         "| error | generation unchanged | caller gets | generation changed since sending | caller gets |",
         "|---|---|---|---|---|",
     ]
-    rows: list[tuple[list[int], CommitReaction]] = []
-    for code, reaction in OFFSET_COMMIT.items():
-        for codes, existing in rows:
-            if existing == reaction:
-                codes.append(code)
-                break
-        else:
-            rows.append(([code], reaction))
-    rows.append(([], OFFSET_COMMIT_OTHERWISE))
+    rows = [*_grouped(OFFSET_COMMIT), ([], OFFSET_COMMIT_OTHERWISE)]
     for codes, r in rows:
         stale_steps, stale_verdict = r.for_(False)
         lines.append(

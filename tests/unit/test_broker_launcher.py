@@ -155,6 +155,22 @@ def test_group_to_offsets_partition_matches_kafka() -> None:
     assert sorted(offsets_partition_for(g, 3) for g in groups) == [0, 1, 2]
 
 
+def test_negative_hash_codes_map_through_kafkas_utils_abs() -> None:
+    from staticconsumer.testing.probe import java_string_hash, kafka_abs, offsets_partition_for
+
+    # hashCode() and Utils.abs(hashCode()) % n printed by Java 17 for these names.
+    assert java_string_hash("orders-11") == -390715896
+    assert offsets_partition_for("orders-11", 50) == 46
+    assert offsets_partition_for("orders-11", 3) == 0
+    assert offsets_partition_for("orders-12", 3) == 2
+    # Masking the sign bit (what this function did before) lands elsewhere for negative hashes.
+    assert (java_string_hash("orders-11") & 0x7FFFFFFF) % 50 == 2
+    # Integer.MIN_VALUE has no positive twin: Utils.abs maps it to 0.
+    assert java_string_hash("polygenelubricants") == -(2**31)
+    assert kafka_abs(-(2**31)) == 0
+    assert offsets_partition_for("polygenelubricants", 50) == 0
+
+
 def test_cluster_ids_never_start_with_a_dash() -> None:
     from staticconsumer.testing.broker import new_cluster_id
 

@@ -14,16 +14,32 @@ sides speak and encodes at once (so a version rule fails before anything is writ
 request header v2 for flexible versions (v1 otherwise) and the response header v1 (v0 otherwise).
 A body that fails to decode does not kill aiokafka's reader task: it comes back as :class:`DecodeError`
 from :func:`send` and the connection stays usable, since frames are delimited by their size prefix.
+
+Responses are bounded before they are buffered (see "Bounded responses" below): aiokafka's reader
+reads whatever size a frame's prefix claims, so every client this module builds reads with a reader of
+its own that refuses a frame larger than the connection's limit, unread, and closes the connection.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import io
 import logging
 import re
-from typing import Any, Literal, NamedTuple, TypeVar
+import struct
+import weakref
+from collections.abc import Callable
+from typing import Any, Final, Literal, NamedTuple, TypeVar
 
-from staticconsumer.errors import DecodeError, EncodeError, NoCommonApiVersionError, ProtocolError
+from staticconsumer.errors import (
+    DecodeError,
+    EncodeError,
+    NoCommonApiVersionError,
+    ProtocolError,
+    ResponseTooLargeError,
+)
 from staticconsumer.protocol import APIS_BY_KEY, ApiSpec, Message
 from staticconsumer.protocol._codec import TaggedFields
 from staticconsumer.protocol.headers import (
@@ -269,11 +285,14 @@ class PartitionReplicas(NamedTuple):
     replica_racks: frozenset[str]
 
 
-def new_client(**kwargs: Any) -> Any:
-    """An ``AIOKafkaClient`` for group coordination and metadata (separate from the fetcher's)."""
-    from aiokafka.client import AIOKafkaClient
+def new_client(*, max_response_bytes: int | None = None, **kwargs: Any) -> Any:
+    """An ``AIOKafkaClient`` for group coordination and metadata (separate from the fetcher's).
 
-    return AIOKafkaClient(**kwargs)
+    Its connections refuse response frames larger than ``max_response_bytes`` (default
+    :data:`GROUP_RESPONSE_MAX_BYTES`) with :class:`~staticconsumer.errors.ResponseTooLargeError`.
+    """
+    limit = GROUP_RESPONSE_MAX_BYTES if max_response_bytes is None else max_response_bytes
+    return _bounded()[1](max_response_bytes=limit, **kwargs)
 
 
 def any_node(client: Any) -> int:
@@ -406,14 +425,13 @@ async def probe_broker(
     import ssl
 
     from aiokafka import errors
-    from aiokafka.conn import create_conn
     from aiokafka.protocol.metadata import MetadataRequest
 
     kwargs = {key: client_kwargs[key] for key in _PROBE_CONNECTION_KWARGS if key in client_kwargs}
     stage: ProbeStage = "handshake"
     conn = None
     try:
-        conn = await create_conn(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
+        conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
         await conn.send(MetadataRequest([]))
     except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
@@ -552,3 +570,235 @@ def _connection_noise(nodes: list[Any], error: object) -> AiokafkaNoise | None:
         host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
         address = f"{host}:{port}"
     return AiokafkaNoise("connection", node_ids=node_ids, cause=cause, address=address)
+
+
+# -- Bounded responses ----------------------------------------------------------------------------------
+#
+# aiokafka 0.14's ``AIOKafkaConnection._read`` does ``readexactly(size)`` for whatever size a frame claims,
+# so a broken or hostile peer that claims 2 GiB and trickles bytes makes the client buffer all of it.
+# Our clients (``new_client``, ``new_fetcher``) create their connections while a context variable holds
+# their limit; ``aiokafka.client.create_conn`` is replaced once by a function that, only when that variable
+# is set, builds a connection whose reader task checks the size prefix before reading the frame. Any
+# other aiokafka client in the process gets aiokafka's own connection, unchanged.
+
+GROUP_RESPONSE_MAX_BYTES: Final = 104_857_600
+"""Ceiling for group, coordination, admin and metadata responses: 100 MiB, the broker's own default
+``socket.request.max.bytes`` (the largest request it accepts, so the largest member metadata it holds)."""
+
+FETCH_RESPONSE_OVERHEAD_BYTES: Final = 1_048_576
+"""What a fetch response may carry beyond fetch.max.bytes: per-partition headers and aborted-transaction
+lists, and a first record batch larger than the fetch limit (which Kafka returns anyway; topics allow 1 MiB
+per batch by default)."""
+
+MAX_FRAME_BYTES: Final = 2_147_483_647
+"""A frame's size prefix is an int32: nothing larger can be genuine."""
+
+RESPONSE_LIMIT_SETTING: Final = "receive.message.max.bytes (KAFKA_RECEIVE_MESSAGE_MAX_BYTES)"
+
+_API_NAMES: Final = {
+    0: "Produce",
+    1: "Fetch",
+    2: "ListOffsets",
+    3: "Metadata",
+    17: "SaslHandshake",
+    18: "ApiVersions",
+    36: "SaslAuthenticate",
+}
+
+_response_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "staticconsumer_response_limit", default=None
+)
+
+
+def fetch_response_limit(fetch_max_bytes: int, max_partition_fetch_bytes: int) -> int:
+    """The default limit of a fetcher's connections: the larger fetch bound plus the overhead."""
+    return min(
+        MAX_FRAME_BYTES, max(fetch_max_bytes, max_partition_fetch_bytes) + FETCH_RESPONSE_OVERHEAD_BYTES
+    )
+
+
+def _api_name(request_struct: Any) -> str | None:
+    key = getattr(request_struct, "API_KEY", None)
+    if key is None:
+        return None
+    spec = APIS_BY_KEY.get(key)
+    return spec.name if spec is not None else _API_NAMES.get(key, f"api key {key}")
+
+
+async def _read_bounded(self_ref: Any, limit: int) -> None:
+    """aiokafka's reader loop, with the size prefix checked against ``limit`` before the frame is read."""
+    from aiokafka.conn import CloseReason
+
+    self = self_ref()
+    if self is None:
+        return
+    reader = self._reader
+    del self
+    while True:
+        prefix = await reader.readexactly(4)
+        (size,) = struct.unpack(">I", prefix)  # unsigned: a "negative" size is a huge claim too
+        self = self_ref()
+        if self is None:
+            return
+        if size > limit:
+            head = self._requests[0] if self._requests else None
+            error = _oversized_error_class()(
+                size,
+                limit,
+                f"{self.host}:{self.port}",
+                _api_name(head[1]) if head else None,
+                RESPONSE_LIMIT_SETTING,
+            )
+            if head is not None and not head[2].done():
+                head[2].set_exception(error)
+            self.close(reason=CloseReason.OUT_OF_SYNC, exc=error)
+            return
+        del self
+        frame = await reader.readexactly(size)
+        self = self_ref()
+        if self is None:
+            return
+        self._handle_frame(frame)
+        del self
+
+
+@functools.cache
+def _oversized_error_class() -> type[ResponseTooLargeError]:
+    """ResponseTooLargeError that aiokafka's own loops also treat as a connection error (they retry
+    on ``KafkaError`` and would otherwise die, as the metadata synchroniser task would)."""
+    from aiokafka.errors import KafkaConnectionError
+
+    class AiokafkaResponseTooLargeError(ResponseTooLargeError, KafkaConnectionError):  # type: ignore[misc]
+        def __str__(self) -> str:
+            return str(self.args[0]) if self.args else type(self).__name__
+
+    AiokafkaResponseTooLargeError.__name__ = AiokafkaResponseTooLargeError.__qualname__ = (
+        "ResponseTooLargeError"
+    )
+    return AiokafkaResponseTooLargeError
+
+
+@functools.cache
+def _bounded() -> tuple[Any, Any, Any]:
+    """The connection, client and consumer classes with bounded responses, built on first use (so
+    importing this module does not import aiokafka), and ``create_conn`` replaced once."""
+    import aiokafka.client
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.client import AIOKafkaClient, ConnectionGroup
+    from aiokafka.conn import AIOKafkaConnection
+    from aiokafka.structs import TopicPartition as KafkaTopicPartition
+
+    class BoundedConnection(AIOKafkaConnection):  # type: ignore[misc]
+        max_response_bytes = MAX_FRAME_BYTES
+
+        def _create_reader_task(self) -> asyncio.Task[None]:
+            self_ref = weakref.ref(self)
+            read_task = asyncio.create_task(_read_bounded(self_ref, self.max_response_bytes))
+            read_task.add_done_callback(functools.partial(self._on_read_task_error, self_ref))
+            return read_task
+
+    aiokafka_create_conn = aiokafka.client.create_conn
+
+    async def create_conn(host: str, port: int, **kwargs: Any) -> Any:
+        limit = _response_limit.get()
+        if limit is None:
+            return await aiokafka_create_conn(host, port, **kwargs)
+        conn = BoundedConnection(host, port, **kwargs)
+        conn.max_response_bytes = limit
+        await conn.connect()
+        return conn
+
+    aiokafka.client.create_conn = create_conn
+
+    class BoundedClient(AIOKafkaClient):  # type: ignore[misc]
+        """Connections made by this client (bootstrap and per node) refuse frames over the limit."""
+
+        def __init__(self, *, max_response_bytes: int, **kwargs: Any) -> None:
+            if not 0 < max_response_bytes <= MAX_FRAME_BYTES:
+                raise ValueError(
+                    f"max_response_bytes must be 1 to {MAX_FRAME_BYTES}, got {max_response_bytes}"
+                )
+            super().__init__(**kwargs)
+            self.max_response_bytes = max_response_bytes
+            self.on_oversized: Callable[[Any, ResponseTooLargeError], None] | None = None
+
+        async def bootstrap(self) -> None:
+            token = _response_limit.set(self.max_response_bytes)
+            try:
+                await super().bootstrap()
+            finally:
+                _response_limit.reset(token)
+
+        async def _get_conn(
+            self, node_id: Any, *, group: Any = ConnectionGroup.DEFAULT, no_hint: bool = False
+        ) -> Any:
+            token = _response_limit.set(self.max_response_bytes)
+            try:
+                return await super()._get_conn(node_id, group=group, no_hint=no_hint)
+            finally:
+                _response_limit.reset(token)
+
+        async def send(self, node_id: Any, request: Any, *, group: Any = ConnectionGroup.DEFAULT) -> Any:
+            try:
+                return await super().send(node_id, request, group=group)
+            except ResponseTooLargeError as error:
+                if self.on_oversized is not None:
+                    self.on_oversized(request, error)
+                raise
+
+    client_parameters = frozenset(_parameters(AIOKafkaClient.__init__))
+
+    class BoundedConsumer(AIOKafkaConsumer):  # type: ignore[misc]
+        """aiokafka's consumer on a :class:`BoundedClient`; an oversized fetch response is raised from
+        ``getmany``/``getone`` for the partitions it was for (as aiokafka raises per-partition errors),
+        instead of being retried silently for ever."""
+
+        def __init__(self, *, max_response_bytes: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            client_kwargs = {k: v for k, v in kwargs.items() if k in client_parameters}
+            self._client = BoundedClient(max_response_bytes=max_response_bytes, **client_kwargs)
+            self._client.on_oversized = self._oversized
+
+        def _oversized(self, request: Any, error: ResponseTooLargeError) -> None:
+            fetcher = self._fetcher
+            if fetcher is None or getattr(request, "API_KEY", None) != 1:
+                return
+            for topic, partitions in request.topics:
+                for partition in partitions:
+                    tp = KafkaTopicPartition(topic, partition[0])
+                    if tp not in fetcher._records:
+                        fetcher._set_error(tp, error)
+            for waiter in list(fetcher._fetch_waiters):
+                fetcher._notify(waiter)
+
+    return BoundedConnection, BoundedClient, BoundedConsumer
+
+
+def _parameters(function: Callable[..., Any]) -> list[str]:
+    import inspect
+
+    return [name for name in inspect.signature(function).parameters if name != "self"]
+
+
+async def open_connection(
+    host: str, port: int, *, max_response_bytes: int = GROUP_RESPONSE_MAX_BYTES, **kwargs: Any
+) -> Any:
+    """One ``AIOKafkaConnection`` (ApiVersions done) that refuses frames over ``max_response_bytes``."""
+    import aiokafka.client
+
+    _bounded()
+    token = _response_limit.set(max_response_bytes)
+    try:
+        return await aiokafka.client.create_conn(host, port, **kwargs)
+    finally:
+        _response_limit.reset(token)
+
+
+def new_fetcher(*, max_response_bytes: int | None = None, **kwargs: Any) -> Any:
+    """An ``AIOKafkaConsumer`` (built from the same keyword arguments) whose connections refuse response
+    frames over ``max_response_bytes``; by default :func:`fetch_response_limit` of its fetch settings."""
+    if max_response_bytes is None:
+        max_response_bytes = fetch_response_limit(
+            kwargs.get("fetch_max_bytes", 52_428_800), kwargs.get("max_partition_fetch_bytes", 1_048_576)
+        )
+    return _bounded()[2](max_response_bytes=max_response_bytes, **kwargs)

@@ -493,3 +493,24 @@ class MissingTopicsError(StaticConsumerError):
     def __init__(self, topics: Sequence[str], message: str) -> None:
         self.topics = tuple(topics)
         super().__init__(message)
+
+
+class ResponseTooLargeError(ProtocolError):
+    """A response frame claimed more bytes than this connection accepts; it was refused unread.
+
+    Checked on the 4-byte size prefix, before anything is buffered, so a broken or hostile peer cannot
+    make the client hold gigabytes; the connection is closed (its other pending requests fail with a
+    connection error) and the next request opens a new one.
+    """
+
+    def __init__(self, size: int, limit: int, broker: str, api: str | None, setting: str) -> None:
+        self.size = size
+        self.limit = limit
+        self.broker = broker
+        self.api = api
+        self.setting = setting
+        what = f"the {api} response" if api else "a response"
+        super().__init__(
+            f"{what} from broker {broker} claims {size} bytes, more than the {limit} this connection "
+            f"accepts; the connection was closed without reading it. If that size is genuine, raise {setting}"
+        )

@@ -269,6 +269,16 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         minimum=0,
     ),
     SettingSpec(
+        "receive_message_max_bytes",
+        "receive.message.max.bytes",
+        "int",
+        "Largest response a broker may send: a larger frame is refused before it is read "
+        "(ResponseTooLargeError) and its connection closed. 0: fetch connections take "
+        "max(fetch.max.bytes, max.partition.fetch.bytes) + 1 MiB, all others 100 MiB. librdkafka's name.",
+        allowed_text="0 (derived) or a byte count from max(fetch.max.bytes, max.partition.fetch.bytes) + 512 "
+        "to 2147483647",
+    ),
+    SettingSpec(
         "fetch_max_wait_ms",
         "fetch.max.wait.ms",
         "int",
@@ -434,6 +444,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     fetch_min_bytes: int = 1
     fetch_max_bytes: int = 52_428_800
     max_partition_fetch_bytes: int = 1_048_576
+    receive_message_max_bytes: int = 0
     fetch_max_wait_ms: int = 500
     max_poll_records: int = 500
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
@@ -517,6 +528,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 context, self.ssl_certificate_location, self.ssl_key_location, self.ssl_key_password
             )
         return context
+
+    def response_limits(self) -> tuple[int, int]:
+        """Largest response frame accepted on (group/admin/metadata, fetch) connections, in bytes."""
+        from staticconsumer._aiokafka import GROUP_RESPONSE_MAX_BYTES, fetch_response_limit
+
+        if self.receive_message_max_bytes:
+            return self.receive_message_max_bytes, self.receive_message_max_bytes
+        return GROUP_RESPONSE_MAX_BYTES, fetch_response_limit(
+            self.fetch_max_bytes, self.max_partition_fetch_bytes
+        )
 
     def aiokafka_client_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``aiokafka.AIOKafkaClient``: connection, security and metadata only.
@@ -934,6 +955,18 @@ def _check_combinations(values: Mapping[str, object], labels: _Labels) -> list[S
         problem = heartbeat_interval_problem(heartbeat, session)
         if problem is not None:
             problems.append(labels.problem("heartbeat_interval_ms", problem))
+    receive = valid.get("receive_message_max_bytes")
+    fetch_bounds = [valid.get("fetch_max_bytes"), valid.get("max_partition_fetch_bytes")]
+    if isinstance(receive, int) and receive > 0:
+        needed = max((bound for bound in fetch_bounds if isinstance(bound, int)), default=0) + 512
+        if receive < needed:
+            problems.append(
+                labels.problem(
+                    "receive_message_max_bytes",
+                    f"below max(fetch.max.bytes, max.partition.fetch.bytes) + 512 = {needed}: full fetch "
+                    "responses would be refused; raise it, or 0 to derive it",
+                )
+            )
     protocol = valid.get("security_protocol")
     if isinstance(protocol, str):
         problems.extend(_security_problems(protocol, valid, labels))

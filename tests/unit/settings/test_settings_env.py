@@ -65,6 +65,7 @@ def _every_variable(
         "fetch_min_bytes": ("10", 10),
         "fetch_max_bytes": ("1000000", 1_000_000),
         "max_partition_fetch_bytes": ("5000", 5_000),
+        "receive_message_max_bytes": ("2000000", 2_000_000),
         "fetch_max_wait_ms": ("0", 0),
         "max_poll_records": ("7", 7),
         "retry_backoff_ms": ("250", 250),

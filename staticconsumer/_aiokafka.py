@@ -362,9 +362,14 @@ def was_not_sent(error: BaseException) -> bool:
 
 
 def is_connection_failure(error: BaseException) -> bool:
-    """Whether a send failed on the connection (refused, dropped, timed out), not on a broker verdict."""
+    """Whether a send failed on the connection (refused, dropped, timed out), not on a broker verdict.
+
+    An oversized response is not one of those, though it closes the connection: resending would get
+    the same answer, so it goes to the caller as :class:`ResponseTooLargeError` at once."""
     from aiokafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
 
+    if isinstance(error, ResponseTooLargeError):
+        return False
     return isinstance(error, KafkaConnectionError | NodeNotReadyError | RequestTimedOutError | TimeoutError)
 
 

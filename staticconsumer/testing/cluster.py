@@ -48,7 +48,7 @@ from staticconsumer.testing.launcher import (
     resolve_version,
     run_coroutine_blocking,
 )
-from staticconsumer.testing.probe import find_coordinator, offsets_partition_for
+from staticconsumer.testing.probe import elect_preferred_leaders, find_coordinator, offsets_partition_for
 from staticconsumer.testing.proxy import FaultProxy, ProxyLoop
 from staticconsumer.testing.topics import add_partitions, create_topics
 
@@ -229,9 +229,11 @@ class EmbeddedKafkaCluster:
         return props
 
     def stop(self) -> None:
-        """Terminate every node, close the proxies and remove the cluster's directory."""
+        """Terminate every node (all at once, SIGKILL after 15 s), close the proxies, remove the directory."""
         for node in self.nodes.values():
-            node.jvm.terminate()
+            node.jvm.send_terminate()
+        for node in self.nodes.values():
+            node.jvm.terminate(timeout=15)
         for proxy in self.proxies:
             with contextlib.suppress(Exception):
                 proxy.close()
@@ -286,6 +288,12 @@ class EmbeddedKafkaCluster:
             lambda: node_id not in self.registered_brokers() and node_id not in self._leaders(),
             f"node {node_id} fenced and its leaderships moved",
         )
+
+    def elect_preferred_leaders(self) -> int:
+        """Give every partition back to its preferred (first) replica, as after a rolling restart done
+        right; returns how many partitions moved. Automatic rebalancing is off in this cluster, so a
+        node that came back leads nothing until this runs."""
+        return elect_preferred_leaders(self._live_internal_bootstrap())
 
     # -- what tests ask ----------------------------------------------------------------------------
 

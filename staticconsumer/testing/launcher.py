@@ -264,6 +264,10 @@ class KafkaProcess:
                 self.process.wait(timeout=10)
         self._reap()
 
+    def send_terminate(self) -> None:
+        """SIGTERM without waiting (to stop several nodes at once, then :meth:`terminate` each)."""
+        self._signal(signal.SIGTERM)
+
     def kill(self) -> None:
         """SIGKILL: the process vanishes mid-request, as on a power cut or an OOM kill."""
         self._signal(signal.SIGKILL)

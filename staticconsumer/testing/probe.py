@@ -111,6 +111,47 @@ def broker_api_versions(bootstrap_servers: str, timeout: float = 10.0) -> dict[i
     return versions
 
 
+ELECTION_NOT_NEEDED = 84
+
+
+def elect_preferred_leaders(bootstrap_servers: str, timeout: float = 30.0) -> int:
+    """ElectLeaders v1 (preferred, every partition) over a plain socket; returns how many partitions
+    changed leader. Brings leadership back to each partition's first replica after restarts.
+
+    Hand-encoded (aiokafka has no ElectLeaders and our codec covers only the group APIs): the request
+    is election type 0, a null topic list (all partitions) and a timeout; the response is checked for
+    its top-level error and for per-partition errors other than ELECTION_NOT_NEEDED.
+    """
+    host, _, port = bootstrap_servers.split(",")[0].rpartition(":")
+    client_id = b"staticconsumer-probe"
+    header = struct.pack(">hhih", 43, 1, 1, len(client_id)) + client_id
+    body = struct.pack(">bii", 0, -1, int(timeout * 1000))
+    with socket.create_connection((host, int(port)), timeout=timeout + 5) as sock:
+        sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        payload = _read_exactly(sock, size)
+    _, _, error_code, topics = struct.unpack_from(">iihi", payload, 0)
+    if error_code:
+        raise RuntimeError(f"ElectLeaders failed with error code {error_code}")
+    offset, elected, failed = 14, 0, []
+    for _ in range(topics):
+        (name_length,) = struct.unpack_from(">h", payload, offset)
+        topic = payload[offset + 2 : offset + 2 + name_length].decode()
+        offset += 2 + name_length
+        (partitions,) = struct.unpack_from(">i", payload, offset)
+        offset += 4
+        for _ in range(partitions):
+            partition, code, message_length = struct.unpack_from(">ihh", payload, offset)
+            offset += 8 + max(message_length, 0)
+            if code == 0:
+                elected += 1
+            elif code != ELECTION_NOT_NEEDED:
+                failed.append((topic, partition, code))
+    if failed:
+        raise RuntimeError(f"ElectLeaders: partitions not elected (topic, partition, error code): {failed}")
+    return elected
+
+
 def _read_exactly(sock: socket.socket, size: int) -> bytes:
     chunks = bytearray()
     while len(chunks) < size:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import socket
 import struct
 import threading
@@ -471,7 +472,7 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(size)
 
 
-def wait_for(predicate: Callable[[], bool], within: float, what: str) -> None:
+def wait_for(predicate: Callable[[], object], within: float, what: str) -> None:
     """Poll ``predicate`` (sync) until true; AssertionError naming ``what`` after ``within`` seconds."""
     deadline = time.monotonic() + within
     while not predicate():
@@ -480,12 +481,14 @@ def wait_for(predicate: Callable[[], bool], within: float, what: str) -> None:
         time.sleep(0.05)
 
 
-async def wait_for_async(predicate: Callable[[], bool | Awaitable[bool]], within: float, what: str) -> None:
+async def wait_for_async(
+    predicate: Callable[[], object | Awaitable[object]], within: float, what: str
+) -> None:
     """The same from a coroutine, without blocking its loop."""
     deadline = time.monotonic() + within
     while True:
         result = predicate()
-        if not isinstance(result, bool):
+        if inspect.isawaitable(result):
             result = await result
         if result:
             return

@@ -88,9 +88,7 @@ def unique_group(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def create_topic(
-    kafka_broker: EmbeddedKafka | ExternalKafka, unique_topic: str
-) -> Callable[..., str]:
+def create_topic(kafka_broker: EmbeddedKafka | ExternalKafka, unique_topic: str) -> Callable[..., str]:
     def create(name: str | None = None, partitions: int = 1) -> str:
         topic = name or unique_topic
         kafka_broker.create_topic(topic, partitions)

@@ -17,7 +17,12 @@ from typing import Any
 
 import msgspec
 
-from staticconsumer.testing import DEFAULT_VERSION, OLD_COORDINATOR_VERSION, EmbeddedKafka
+from staticconsumer.testing import (
+    DEFAULT_VERSION,
+    OLD_COORDINATOR_VERSION,
+    EmbeddedKafka,
+    TestInfrastructureError,
+)
 from staticconsumer.testing._jars import broker_classpath
 
 
@@ -439,6 +444,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _broker_command(args: argparse.Namespace) -> int:
+    if args.broker_command == "run":
+        return _run_broker(args.kafka_version, args.state_file)
+    if args.broker_command == "prefetch":
+        return _prefetch(args.kafka_version or [DEFAULT_VERSION, OLD_COORDINATOR_VERSION])
+    state_file = args.state_file or _default_state_file()
+    if args.broker_command == "start":
+        return _broker_start(args.kafka_version, state_file, args.timeout, args.json)
+    if args.broker_command == "stop":
+        return _broker_stop(state_file, args.timeout)
+    if args.broker_command == "status":
+        return _broker_status(state_file, args.json)
+    raise AssertionError(f"unhandled broker command {args.broker_command}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
@@ -449,18 +469,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from staticconsumer.analytics.cli import run as run_analyze
 
         return run_analyze(args)
-    if args.command == "broker" and args.broker_command == "run":
-        return _run_broker(args.kafka_version, args.state_file)
-    if args.command == "broker" and args.broker_command == "prefetch":
-        return _prefetch(args.kafka_version or [DEFAULT_VERSION, OLD_COORDINATOR_VERSION])
     if args.command == "broker":
-        state_file = args.state_file or _default_state_file()
-        if args.broker_command == "start":
-            return _broker_start(args.kafka_version, state_file, args.timeout, args.json)
-        if args.broker_command == "stop":
-            return _broker_stop(state_file, args.timeout)
-        if args.broker_command == "status":
-            return _broker_status(state_file, args.json)
+        try:
+            return _broker_command(args)
+        except TestInfrastructureError as error:  # no Java, no Maven, jars not resolvable: one line
+            print(f"staticconsumer broker {args.broker_command}: {error}", file=sys.stderr)
+            return 2
     if args.command in ("describe", "list-groups", "remove-members"):
         return _run_admin(args)
     raise AssertionError(f"unhandled command {args}")

@@ -1,4 +1,4 @@
-"""One 3-node KRaft cluster with a fault proxy per node, shared by the whole fault suite.
+"""The plugin's 3-node KRaft cluster (``kafka_cluster``), with a fault proxy per node, shared by the suite.
 
 Every test starts from a healthy cluster (all nodes up and in sync, no fault left on any proxy) and
 must leave it so; the ``cluster`` fixture checks and repairs that between tests. The suite always
@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from staticconsumer.testing.cluster import EmbeddedKafkaCluster
+from staticconsumer.testing.pytest_plugin import running_cluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -21,22 +22,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.fixture(scope="session")
-def fault_cluster() -> Iterator[EmbeddedKafkaCluster]:
-    cluster = EmbeddedKafkaCluster(nodes=3, fault_proxies=True)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+@pytest.fixture(scope="package")
+def kafka_cluster() -> Iterator[EmbeddedKafkaCluster]:
+    """The plugin's cluster, but only for this package: its three JVMs stop when the suite is done
+    instead of idling through the rest of the session."""
+    yield from running_cluster()
 
 
 @pytest.fixture
-def cluster(fault_cluster: EmbeddedKafkaCluster) -> Iterator[EmbeddedKafkaCluster]:
-    """The shared cluster, healed, every node running and in sync, leaders where they were at start."""
-    _repair(fault_cluster)
-    yield fault_cluster
-    _repair(fault_cluster)
+def cluster(kafka_cluster: EmbeddedKafkaCluster) -> Iterator[EmbeddedKafkaCluster]:
+    """The plugin's shared cluster, healed, every node running and in sync, leaders where they were."""
+    _repair(kafka_cluster)
+    yield kafka_cluster
+    _repair(kafka_cluster)
 
 
 def _repair(cluster: EmbeddedKafkaCluster) -> None:

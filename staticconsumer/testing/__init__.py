@@ -1,13 +1,17 @@
-"""Test support that ships with the SDK: a real Kafka broker on demand and a pytest plugin.
+"""Test support that ships with the SDK: real Kafka on demand, faults to inject, a pytest plugin.
 
-    from staticconsumer.testing import EmbeddedKafka
+    from staticconsumer.testing import EmbeddedKafka, EmbeddedKafkaCluster
 
     with EmbeddedKafka() as kafka:          # Kafka 4.x; EmbeddedKafka("3.9") for the old coordinator
         kafka.create_topic("orders", partitions=6)
         ...  # connect to kafka.bootstrap_servers
 
+    with EmbeddedKafkaCluster(nodes=3, fault_proxies=True) as cluster:
+        cluster.proxy(2).blackhole()        # clients reach each node only through its FaultProxy
+        cluster.kill_node(cluster.find_coordinator("orders-group"))
+
 The pytest plugin is loaded automatically once the package is installed; see
-``staticconsumer.testing.pytest_plugin`` for its fixtures.
+``staticconsumer.testing.pytest_plugin`` for its fixtures, and docs/testing.md for all of it.
 """
 
 from staticconsumer.testing.broker import (
@@ -19,6 +23,7 @@ from staticconsumer.testing.broker import (
     SaslSettings,
     broker_api_versions,
 )
+from staticconsumer.testing.cluster import ClusterNode, EmbeddedKafkaCluster
 from staticconsumer.testing.errors import (
     BrokerStartError,
     JarResolutionError,
@@ -28,20 +33,42 @@ from staticconsumer.testing.errors import (
     PortInUseError,
     TestInfrastructureError,
 )
+from staticconsumer.testing.fleet import Fleet, MemberProcess, MemberSpec
+from staticconsumer.testing.ledger import CommitSampler, Ledger, LedgerProducer, Verdict
+from staticconsumer.testing.memory import RssWatch, rss_bytes
+from staticconsumer.testing.probe import find_coordinator, offsets_partition_for
+from staticconsumer.testing.proxy import FaultProxy, ProxyLoop, ResponseFrame, StreamedFrame
 
 __all__ = [
     "DEFAULT_VERSION",
     "OLD_COORDINATOR_VERSION",
     "BrokerSettings",
     "BrokerStartError",
+    "ClusterNode",
+    "CommitSampler",
     "EmbeddedKafka",
+    "EmbeddedKafkaCluster",
     "ExternalKafka",
+    "FaultProxy",
+    "Fleet",
     "JarResolutionError",
     "JavaNotFoundError",
+    "Ledger",
+    "LedgerProducer",
     "MavenNotFoundError",
+    "MemberProcess",
+    "MemberSpec",
     "OracleError",
     "PortInUseError",
+    "ProxyLoop",
+    "ResponseFrame",
+    "RssWatch",
     "SaslSettings",
+    "StreamedFrame",
     "TestInfrastructureError",
+    "Verdict",
     "broker_api_versions",
+    "find_coordinator",
+    "offsets_partition_for",
+    "rss_bytes",
 ]

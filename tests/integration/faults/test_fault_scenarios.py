@@ -15,6 +15,7 @@ import time
 import pytest
 
 from staticconsumer.testing.cluster import EmbeddedKafkaCluster
+from staticconsumer.testing.fleet import MemberSpec
 from staticconsumer.testing.proxy import wait_for_async
 
 from .harness import SESSION_MS, scenario
@@ -119,7 +120,8 @@ async def test_a_blackhole_longer_than_the_session_evicts_the_member_which_rejoi
 async def test_a_static_member_killed_and_restarted_within_the_session_causes_no_rebalance(
     cluster: EmbeddedKafkaCluster,
 ) -> None:
-    async with scenario(cluster, "sigkill") as run:
+    session_ms = 15_000  # room for a Python process to start on a loaded machine, still a restart's budget
+    async with scenario(cluster, "sigkill", spec=MemberSpec(session_ms=session_ms)) as run:
         before = run.fleet.identities()
         victim = run.fleet["m-1"]
         owned = victim.owned()
@@ -128,7 +130,7 @@ async def test_a_static_member_killed_and_restarted_within_the_session_causes_no
         await asyncio.sleep(1.0)
         victim.start()
         await wait_for_async(
-            lambda: bool(victim.of("assigned", since=since)), SESSION_MS / 1000 + 20, "the member is back"
+            lambda: bool(victim.of("assigned", since=since)), session_ms / 1000 + 20, "the member is back"
         )
         await run.flowing()
         await run.stable()

@@ -273,7 +273,8 @@ class GroupAdmin:
         """Connect; a typed ``BrokerConnectionError`` says why not, within the smaller of
         request.timeout.ms and ``api_timeout_ms`` (the CLI's ``--timeout-ms``)."""
         if self._client is None:
-            client = _aiokafka.new_client(**self.settings.aiokafka_client_kwargs())
+            limit = self.settings.response_limits()[0]
+            client = _aiokafka.new_client(max_response_bytes=limit, **self.settings.aiokafka_client_kwargs())
             try:
                 await bootstrap(client, self.settings, timeout_ms=self.api_timeout_ms)
             except BaseException:

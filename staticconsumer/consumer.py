@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 import assignors as assignor_lib
+from staticconsumer import _aiokafka
 from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
 from staticconsumer.errors import (
     ConfigurationError,
@@ -155,7 +156,9 @@ class StaticConsumer:
             version_caps=self._version_caps,
             closers=(self.event_log.aclose,) if self.event_log is not None else (),
         )
-        self._fetcher = AIOKafkaConsumer(**self._fetcher_kwargs())
+        self._fetcher = _aiokafka.new_fetcher(
+            max_response_bytes=s.response_limits()[1], **self._fetcher_kwargs()
+        )
         self._partitions.fetcher = self._fetcher
         started = await asyncio.gather(
             self._membership.start(), self._fetcher.start(), return_exceptions=True

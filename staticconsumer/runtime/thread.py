@@ -281,7 +281,9 @@ class MembershipThread:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         settings = self._settings
-        client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+        client = _aiokafka.new_client(
+            max_response_bytes=settings.response_limits()[0], **settings.aiokafka_client_kwargs()
+        )
         try:
             try:
                 await client.bootstrap()

@@ -8,6 +8,7 @@ import gc
 import uuid
 from typing import Any
 
+import msgspec
 import pytest
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
@@ -15,7 +16,7 @@ from staticconsumer import _aiokafka
 from staticconsumer import protocol as p
 from staticconsumer.admin import GroupAdmin
 from staticconsumer.consumer import StaticConsumer
-from staticconsumer.errors import ResponseTooLargeError
+from staticconsumer.errors import InconsistentGroupProtocolError, ResponseTooLargeError
 from staticconsumer.testing.cluster import EmbeddedKafkaCluster
 from staticconsumer.testing.memory import RssWatch
 from staticconsumer.testing.proxy import FaultProxy, ResponseFrame, StreamedFrame, wait_for_async
@@ -182,3 +183,97 @@ async def test_a_static_consumer_survives_an_oversized_join_response_without_buf
     streamed = _closed_by_client(cluster.proxies, client_id)
     assert streamed, "the oversized JoinGroup answer was never sent or its connection never closed"
     assert max(streamed) < 16 * MB
+
+
+async def test_a_static_consumer_raises_an_oversized_fetch_and_then_reads_on(
+    cluster: EmbeddedKafkaCluster,
+) -> None:
+    topic = f"bound-consumer-fetch-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(cluster.create_topic, topic, 1)
+    await produce(cluster.internal_bootstrap_servers, topic, 5)
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id=f"bound-consumer-fetch-{uuid.uuid4().hex[:6]}",
+        group_instance_id="fetch-0",
+        fetch_max_bytes=4 * MB,
+        **{**FAST, "session_timeout_ms": 10_000},
+    )
+    async with consumer:
+        rows: list[Any] = []
+        while len(rows) < 5:
+            batch = await consumer.getmany(timeout_ms=1000)
+            rows += [row for part in batch.values() for row in part]
+        _stream_for(cluster, 1, consumer.settings.effective_client_id)  # Fetch
+        await produce(cluster.internal_bootstrap_servers, topic, 5, start=5)
+        gc.collect()
+        with RssWatch() as rss:
+            caught = await _until_error(consumer, rows)
+            await asyncio.sleep(1.0)
+        assert caught.api == "Fetch"
+        assert caught.limit == 5 * MB, "fetch.max.bytes + 1 MiB"
+        assert rss.growth < 64 * MB, f"RSS grew {rss.growth / MB:.0f} MB"
+        for proxy in cluster.proxies:
+            proxy.clear_response_hooks()
+        for _ in range(40):
+            try:
+                batch = await consumer.getmany(timeout_ms=500)
+            except ResponseTooLargeError:
+                continue  # a fetch answered before the hooks went
+            rows += [row for part in batch.values() for row in part]
+            if len(rows) >= 10:
+                break
+        assert [row.offset for row in rows] == list(range(10)), "nothing skipped, nothing twice"
+
+
+async def _until_fatal(consumer: StaticConsumer) -> InconsistentGroupProtocolError:
+    for _ in range(60):
+        try:
+            await consumer.getmany(timeout_ms=500)
+        except InconsistentGroupProtocolError as error:
+            return error
+    raise AssertionError("the consumer never raised InconsistentGroupProtocolError")
+
+
+async def test_a_coordinator_naming_a_protocol_never_offered_is_a_typed_error(
+    cluster: EmbeddedKafkaCluster,
+) -> None:
+    """The coordinator's JoinGroup answer names an assignor this member never offered (rewritten by the
+    proxy): a typed InconsistentGroupProtocolError naming both, from every later call; no KeyError."""
+    topic = f"bound-protocol-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(cluster.create_topic, topic, 2)
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id=f"bound-protocol-{uuid.uuid4().hex[:6]}",
+        group_instance_id="protocol-0",
+        **{**FAST, "session_timeout_ms": 10_000},
+    )
+    client_id = consumer.settings.effective_client_id
+
+    def rename_protocol(frame: ResponseFrame) -> bytes | None:
+        if frame.api_key != p.JoinGroupResponse.API_KEY or frame.client_id != client_id:
+            return None
+        joined = frame.decode()
+        assert isinstance(joined, p.JoinGroupResponse)
+        if not joined.protocol_name:
+            return None  # MEMBER_ID_REQUIRED or an error: nothing chosen yet
+        return frame.encode(msgspec.structs.replace(joined, protocol_name="never-offered"))
+
+    for proxy in cluster.proxies:
+        proxy.on_response(rename_protocol)
+    gc.collect()
+    try:
+        with RssWatch() as rss:
+            async with consumer:
+                caught = await _until_fatal(consumer)
+                message = str(caught)
+                assert "'never-offered'" in message
+                assert "range" in message
+                assert "cooperative-sticky" in message, "the offered protocols are named"
+                with pytest.raises(InconsistentGroupProtocolError):
+                    await consumer.commit()
+        assert rss.growth < 64 * MB, f"RSS grew {rss.growth / MB:.0f} MB"
+    finally:
+        for proxy in cluster.proxies:
+            proxy.clear_response_hooks()

@@ -772,7 +772,7 @@ def _from_env(
     # explicit_fields: then a keyword counts as configured if it was before or differs from the default.
     carried = overrides.pop("explicit_fields", None)
     revalidating = isinstance(carried, frozenset | set | tuple | list)
-    explicit: set[str] = set(carried) if revalidating and carried is not None else set()
+    explicit: set[str] = {str(name) for name in carried} if isinstance(carried, Collection) else set()
     for spec in SETTINGS:
         variable = spec.env_var(prefix)
         if spec.field in overrides:

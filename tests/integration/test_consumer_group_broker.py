@@ -273,6 +273,11 @@ async def test_a_static_leave_with_epoch_minus_two_keeps_the_assignment_for_the_
     remaining = await _describe(client, first.coordinator, unique_group)
     assert [m.instance_id for m in remaining.members] == ["pod-1"]
     assert remaining.group_epoch > group_epoch
+    async with asyncio.timeout(30):  # the new target assignment is computed asynchronously
+        while remaining.assignment_epoch < remaining.group_epoch:
+            await other.acknowledge()
+            await asyncio.sleep(0.2)
+            remaining = await _describe(client, first.coordinator, unique_group)
     (target,) = [m.target_assignment for m in remaining.members]
     assert sum(len(ps) for ps in _described(target).values()) == PARTITIONS
 

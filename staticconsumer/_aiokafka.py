@@ -56,8 +56,10 @@ def spec_for(message: Message) -> ApiSpec:
 
 
 def pick_version(spec: ApiSpec, broker: tuple[int, int] | None, max_version: int | None = None) -> int:
-    """Highest version in both our range (optionally capped) and the broker's advertised range."""
-    ours = (spec.min_version, spec.max_version if max_version is None else min(max_version, spec.max_version))
+    """Highest version in both our range (capped by ``max_version``, else by the API's default ceiling:
+    v9 for OffsetCommit/OffsetFetch, whose v10 names topics by id only) and the broker's range."""
+    ceiling = spec.default_max_version if max_version is None else min(max_version, spec.max_version)
+    ours = (spec.min_version, ceiling)
     if broker is None:
         raise NoCommonApiVersionError(spec.name, ours, None)
     high = min(ours[1], broker[1])

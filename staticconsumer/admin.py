@@ -1,11 +1,13 @@
 """Group administration: see static members, and remove them on purpose.
 
 A static member that never comes back keeps its partitions unserved for the whole session timeout
-(45 s by default), because static members send no LeaveGroup. :class:`GroupAdmin` removes such members
+(45 s by default), because static members send no LeaveGroup (classic protocol) or leave with epoch -2
+(KIP-848's consumer protocol), which keeps their assignment. :class:`GroupAdmin` removes such members
 by instance id in one LeaveGroup v3+ batch (KIP-345's RemoveMemberFromConsumerGroup, what Java's
-``Admin.removeMembersFromConsumerGroup`` and Kafka Streams' ``CloseOptions.leaveGroup`` send), so the
-group rebalances at once, and reports each member's own outcome. It also describes a group with its
-instance ids and decoded assignments, and lists groups.
+``Admin.removeMembersFromConsumerGroup`` and Kafka Streams' ``CloseOptions.leaveGroup`` send; brokers
+apply it to groups of both protocols), so the group reassigns at once, and reports each member's own
+outcome. It also describes a group of either protocol with its instance ids and decoded assignments (for
+a consumer-protocol group: member epochs and target assignments too), and lists groups.
 
 Everything goes over aiokafka connections with the consumer's security settings (TLS, SASL PLAIN/SCRAM)
 through ``staticconsumer._aiokafka``, with our own wire codec at the highest version each broker speaks.
@@ -32,6 +34,7 @@ from staticconsumer.errors import (
     DecodeError,
     ErrorCode,
     GroupAuthorizationFailedError,
+    NoCommonApiVersionError,
     StaticConsumerError,
     UnsupportedVersionForFieldError,
     error_class_for,
@@ -39,7 +42,14 @@ from staticconsumer.errors import (
 from staticconsumer.membership.backoff import Backoff
 from staticconsumer.protocol import (
     CONSUMER_PROTOCOL_TYPE,
+    MEMBER_TYPE_CLASSIC,
+    MEMBER_TYPE_CONSUMER,
     Assignment,
+    ConsumerGroupDescribedGroup,
+    ConsumerGroupDescribedMember,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DescribedAssignment,
     DescribedGroupMember,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -86,12 +96,23 @@ class AdminTimeoutError(GroupAdminError, TimeoutError):
         super().__init__(f"{what}: gave up after {timeout_ms} ms; last error: {last!r}")
 
 
+GROUP_TYPE_CLASSIC = "classic"
+GROUP_TYPE_CONSUMER = "consumer"
+"""A group's type as ListGroups v5 and ConsumerGroupDescribe tell it: the protocol its coordinator runs."""
+
+
 class MemberDescription(msgspec.Struct, frozen=True):
     """One group member as the coordinator sees it, payloads decoded for consumer groups.
 
-    ``assignment`` and ``subscription`` are empty while a rebalance is in progress (the coordinator has no
-    assignment yet) and for groups of other protocol types (Connect, ...), whose payloads are not ours to
-    read; the raw bytes stay available.
+    Classic groups: ``assignment`` and ``subscription`` are empty while a rebalance is in progress (the
+    coordinator has no assignment yet) and for groups of other protocol types (Connect, ...), whose payloads
+    are not ours to read; the raw bytes stay available.
+
+    Consumer-protocol groups (KIP-848): ``assignment`` is what the member owns now, ``target_assignment``
+    what the coordinator wants it to own (the two differ while it reconciles); ``member_epoch`` is -2 for a
+    static member that left for a restart (its assignment is kept until the session timeout);
+    ``member_protocol`` is ``consumer`` or, for a classic member in a consumer-protocol group (an online
+    migration, Kafka 4.0+), ``classic``. These stay None or empty for classic groups.
     """
 
     member_id: str
@@ -102,6 +123,11 @@ class MemberDescription(msgspec.Struct, frozen=True):
     subscription: tuple[str, ...] = ()
     metadata_bytes: bytes = b""
     assignment_bytes: bytes = b""
+    member_epoch: int | None = None
+    target_assignment: tuple[TopicPartitions, ...] = ()
+    subscribed_pattern: str | None = None
+    rack: str | None = None
+    member_protocol: str | None = None
 
     @property
     def is_static(self) -> bool:
@@ -109,7 +135,14 @@ class MemberDescription(msgspec.Struct, frozen=True):
 
 
 class GroupDescription(msgspec.Struct, frozen=True):
-    """A group's state (``Stable``, ``PreparingRebalance``, ``CompletingRebalance``, ``Empty``, ``Dead``)."""
+    """A group of either protocol.
+
+    ``group_type`` is ``classic`` or ``consumer``. ``state``: classic groups ``Stable``,
+    ``PreparingRebalance``, ``CompletingRebalance``, ``Empty``, ``Dead``; consumer-protocol groups
+    ``Empty``, ``Assigning``, ``Reconciling``, ``Stable``. ``protocol`` is the assignor (the classic
+    leader's choice, or the broker's server-side assignor). ``group_epoch`` and ``assignment_epoch`` (the
+    epoch of the target assignment) exist only for consumer-protocol groups.
+    """
 
     group_id: str
     state: str
@@ -117,6 +150,9 @@ class GroupDescription(msgspec.Struct, frozen=True):
     protocol: str
     members: tuple[MemberDescription, ...]
     coordinator: int
+    group_type: str = GROUP_TYPE_CLASSIC
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -222,6 +258,51 @@ def _decode_member(protocol_type: str, raw: DescribedGroupMember) -> MemberDescr
     )
 
 
+def _topic_partitions(assignment: DescribedAssignment) -> tuple[TopicPartitions, ...]:
+    return tuple(
+        TopicPartitions(t.topic_name, sorted(t.partitions))
+        for t in sorted(assignment.topic_partitions, key=lambda t: t.topic_name)
+    )
+
+
+_MEMBER_PROTOCOLS = {MEMBER_TYPE_CONSUMER: GROUP_TYPE_CONSUMER, MEMBER_TYPE_CLASSIC: GROUP_TYPE_CLASSIC}
+
+
+def _consumer_member(raw: ConsumerGroupDescribedMember) -> MemberDescription:
+    return MemberDescription(
+        member_id=raw.member_id,
+        group_instance_id=raw.instance_id,
+        client_id=raw.client_id,
+        host=raw.client_host,
+        assignment=_topic_partitions(raw.assignment),
+        subscription=tuple(raw.subscribed_topic_names),
+        member_epoch=raw.member_epoch,
+        target_assignment=_topic_partitions(raw.target_assignment),
+        subscribed_pattern=raw.subscribed_topic_regex or None,
+        rack=raw.rack_id,
+        member_protocol=_MEMBER_PROTOCOLS.get(raw.member_type),
+    )
+
+
+def _consumer_group(described: ConsumerGroupDescribedGroup, coordinator: int) -> GroupDescription:
+    return GroupDescription(
+        group_id=described.group_id,
+        state=described.group_state,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
+        protocol=described.assignor_name,
+        members=tuple(_consumer_member(m) for m in described.members),
+        coordinator=coordinator,
+        group_type=GROUP_TYPE_CONSUMER,
+        group_epoch=described.group_epoch,
+        assignment_epoch=described.assignment_epoch,
+    )
+
+
+_NOT_A_CONSUMER_GROUP = frozenset({ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION})
+"""ConsumerGroupDescribe's answer for a classic group or no group (69), or on a broker whose consumer
+protocol is off (35, e.g. Kafka 3.9's default): then DescribeGroups tells, as Java's admin falls back."""
+
+
 def _authorization_error(group: str, action: str, needs: str) -> GroupAuthorizationFailedError:
     return GroupAuthorizationFailedError(
         f"not allowed to {action} group {group!r}: the principal needs {needs} on Group:{group} "
@@ -300,27 +381,55 @@ class GroupAdmin:
     # -- public calls -------------------------------------------------------------------------------
 
     async def describe_group(self, group: str) -> GroupDescription:
-        """DescribeGroups at the coordinator (instance ids need v4+); state ``Dead`` if no such group."""
+        """Describe a group of either protocol; state ``Dead`` (``exists`` False) if there is no such group.
+
+        As Java's admin does: ConsumerGroupDescribe first where the coordinator offers it (a KIP-848 group
+        answers with epochs and target assignments), else, or when it says the group is not a consumer
+        group, DescribeGroups (classic groups; instance ids need v4+).
+        """
 
         async def attempt(coordinator: int) -> GroupDescription:
-            response = await self._exchange(
-                coordinator, DescribeGroupsRequest, lambda v: DescribeGroupsRequest(groups=[group])
-            )
-            assert isinstance(response, DescribeGroupsResponse)
-            described = next((g for g in response.groups if g.group_id == group), None)
-            if described is None:
-                raise GroupAdminError(f"DescribeGroups answered without group {group!r}")
-            self._check(described.error_code, group, "describe", "DESCRIBE")
-            return GroupDescription(
-                group_id=group,
-                state=described.group_state,
-                protocol_type=described.protocol_type,
-                protocol=described.protocol_data,
-                members=tuple(_decode_member(described.protocol_type, m) for m in described.members),
-                coordinator=coordinator,
-            )
+            if await self._offers(coordinator, ConsumerGroupDescribeRequest):
+                described = await self._describe_consumer_group(coordinator, group)
+                if described is not None:
+                    return described
+            return await self._describe_classic_group(coordinator, group)
 
         return await self._with_coordinator(group, ("describe", "DESCRIBE"), attempt)
+
+    async def _describe_consumer_group(self, coordinator: int, group: str) -> GroupDescription | None:
+        """The KIP-848 view of ``group``, or None when the coordinator says it is not a consumer group."""
+        response = await self._exchange(
+            coordinator,
+            ConsumerGroupDescribeRequest,
+            lambda v: ConsumerGroupDescribeRequest(group_ids=[group]),
+        )
+        assert isinstance(response, ConsumerGroupDescribeResponse)
+        described = next((g for g in response.groups if g.group_id == group), None)
+        if described is None:
+            raise GroupAdminError(f"ConsumerGroupDescribe answered without group {group!r}")
+        if described.error_code in _NOT_A_CONSUMER_GROUP:
+            return None
+        self._check(described.error_code, group, "describe", "DESCRIBE")
+        return _consumer_group(described, coordinator)
+
+    async def _describe_classic_group(self, coordinator: int, group: str) -> GroupDescription:
+        response = await self._exchange(
+            coordinator, DescribeGroupsRequest, lambda v: DescribeGroupsRequest(groups=[group])
+        )
+        assert isinstance(response, DescribeGroupsResponse)
+        described = next((g for g in response.groups if g.group_id == group), None)
+        if described is None:
+            raise GroupAdminError(f"DescribeGroups answered without group {group!r}")
+        self._check(described.error_code, group, "describe", "DESCRIBE")
+        return GroupDescription(
+            group_id=group,
+            state=described.group_state,
+            protocol_type=described.protocol_type,
+            protocol=described.protocol_data,
+            members=tuple(_decode_member(described.protocol_type, m) for m in described.members),
+            coordinator=coordinator,
+        )
 
     async def list_groups(self) -> list[GroupListing]:
         """Every group of every broker (each lists the groups it coordinates), sorted by id."""
@@ -385,6 +494,19 @@ class GroupAdmin:
                 "GroupAdmin is not started: use 'async with GroupAdmin(...)' or await start()"
             )
         return self._client
+
+    async def _offers(self, node: int, cls: type[Message]) -> bool:
+        """Whether broker ``node`` advertises any version of ``cls`` that we speak."""
+        try:
+            versions = await _aiokafka.broker_versions(self._require_client(), node, coordination=False)
+            _aiokafka.negotiated_version(versions, cls)
+        except NoCommonApiVersionError:
+            return False
+        except Exception as error:
+            if _aiokafka.is_connection_failure(error):
+                raise _Retry(error, rediscover=True) from error
+            raise
+        return True
 
     def _deadline(self) -> float:
         return time.monotonic() + self.api_timeout_ms / 1000

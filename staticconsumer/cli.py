@@ -223,9 +223,10 @@ def _partitions_text(assignment: Sequence[Any]) -> str:
 
 
 def _describe_json(group: Any) -> dict[str, Any]:
-    return {
+    described = {
         "group": group.group_id,
         "exists": group.exists,
+        "group_type": group.group_type,
         "state": group.state,
         "protocol_type": group.protocol_type,
         "protocol": group.protocol,
@@ -242,11 +243,66 @@ def _describe_json(group: Any) -> dict[str, Any]:
             for m in group.members
         ],
     }
+    if group.group_type == "consumer":
+        described["group_epoch"] = group.group_epoch
+        described["assignment_epoch"] = group.assignment_epoch
+        for entry, m in zip(described["members"], group.members, strict=True):
+            entry["member_epoch"] = m.member_epoch
+            entry["target_assignment"] = {tp.topic: sorted(tp.partitions) for tp in m.target_assignment}
+            entry["subscribed_pattern"] = m.subscribed_pattern
+            entry["rack"] = m.rack
+            entry["member_protocol"] = m.member_protocol
+    return described
+
+
+def _subscription_text(member: Any) -> str:
+    pattern = f"/{member.subscribed_pattern}/" if member.subscribed_pattern else ""
+    return ",".join([*member.subscription, *([pattern] if pattern else [])]) or "-"
 
 
 def _describe_text(group: Any) -> str:
     if not group.exists:
         return f"group {group.group_id!r} does not exist (coordinator {group.coordinator} reports state Dead)"
+    members = sorted(
+        group.members, key=lambda m: (m.group_instance_id is None, m.group_instance_id or m.member_id)
+    )
+    if group.group_type == "consumer":
+        head = (
+            f"group {group.group_id}: {group.state}, consumer protocol (KIP-848), "
+            f"assignor {group.protocol or '-'}, group epoch {group.group_epoch}, "
+            f"assignment epoch {group.assignment_epoch}, coordinator {group.coordinator}, "
+            f"{len(group.members)} member(s)"
+        )
+        headers = [
+            "INSTANCE ID",
+            "MEMBER ID",
+            "EPOCH",
+            "CLIENT ID",
+            "HOST",
+            "ASSIGNMENT",
+            "TARGET",
+            "SUBSCRIPTION",
+        ]
+        rows = [
+            [
+                m.group_instance_id or "(dynamic)",
+                m.member_id,
+                _epoch_text(m),
+                m.client_id,
+                m.host,
+                _partitions_text(m.assignment),
+                "=" if m.target_assignment == m.assignment else _partitions_text(m.target_assignment),
+                _subscription_text(m),
+            ]
+            for m in members
+        ]
+        note = (
+            "\nEPOCH -2: a static member that left for a restart; it keeps its partitions until the "
+            "session timeout. TARGET = : the member owns its target assignment."
+            if rows
+            else ""
+        )
+        return head + ("\n" + _table(headers, rows) if rows else "") + note
     head = (
         f"group {group.group_id}: {group.state}, "
         f"protocol {group.protocol_type or '-'}/{group.protocol or '-'}, "
@@ -261,12 +317,15 @@ def _describe_text(group: Any) -> str:
             _partitions_text(m.assignment),
             ",".join(m.subscription) or "-",
         ]
-        for m in sorted(
-            group.members, key=lambda m: (m.group_instance_id is None, m.group_instance_id or m.member_id)
-        )
+        for m in members
     ]
     headers = ["INSTANCE ID", "MEMBER ID", "CLIENT ID", "HOST", "ASSIGNMENT", "SUBSCRIPTION"]
     return head + ("\n" + _table(headers, rows) if rows else "")
+
+
+def _epoch_text(member: Any) -> str:
+    epoch = str(member.member_epoch)
+    return epoch + " (classic member)" if member.member_protocol == "classic" else epoch
 
 
 def _removal_json(result: Any) -> dict[str, Any]:
@@ -421,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--json", action="store_true", help="machine-readable output")
 
     describe = commands.add_parser(
-        "describe", help="a group's state and members with instance ids and assignments"
+        "describe", help="a group's state and members with instance ids and assignments (either protocol)"
     )
     describe.add_argument("group")
     _add_admin_options(describe)

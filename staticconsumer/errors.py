@@ -50,6 +50,10 @@ class ErrorCode(enum.IntEnum):
     FENCED_INSTANCE_ID = 82
     STALE_MEMBER_EPOCH = 113
     UNRELEASED_INSTANCE_ID = 111
+    UNKNOWN_TOPIC_ID = 100
+    FENCED_MEMBER_EPOCH = 110
+    UNSUPPORTED_ASSIGNOR = 112
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 class StaticConsumerError(Exception):
@@ -338,6 +342,49 @@ class UnreleasedInstanceIdError(BrokerError):
 
 class StaleMemberEpochError(BrokerError):
     code = ErrorCode.STALE_MEMBER_EPOCH
+
+
+class UnknownTopicIdError(BrokerError):
+    code = ErrorCode.UNKNOWN_TOPIC_ID
+    retriable = True
+
+
+class FencedMemberEpochError(BrokerError):
+    """KIP-848: the member's epoch is not the coordinator's; it must give up its partitions and rejoin."""
+
+    code = ErrorCode.FENCED_MEMBER_EPOCH
+
+
+class UnsupportedAssignorError(BrokerError):
+    """KIP-848: group.remote.assignor names an assignor the brokers do not have (group.consumer.assignors)."""
+
+    code = ErrorCode.UNSUPPORTED_ASSIGNOR
+
+
+class InvalidRegularExpressionError(BrokerError):
+    code = ErrorCode.INVALID_REGULAR_EXPRESSION
+
+
+class ConsumerProtocolUnsupportedError(StaticConsumerError):
+    """group.protocol=consumer, but the broker does not offer KIP-848's consumer protocol (Kafka 4.0+).
+
+    Never a silent fall-back to the classic protocol: the message names the broker, the Kafka release
+    derived from what it advertises, and the two ways out (upgrade the brokers, or group_protocol=classic).
+    ``advertised`` is the broker's ConsumerGroupHeartbeat version range (None when it has none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node_id: int | None = None,
+        broker_release: str | None = None,
+        advertised: tuple[int, int] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.broker_release = broker_release
+        self.advertised = advertised
+        super().__init__(message)
 
 
 _BY_CODE: dict[int, type[BrokerError]] = {}

@@ -1,4 +1,4 @@
-"""Kafka wire protocol for the classic group APIs, byte-identical to the Java client.
+"""Kafka wire protocol for the consumer group APIs (classic and KIP-848), byte-identical to the Java client.
 
 Every message is a typed msgspec Struct with ``encode(version) -> bytes`` and
 ``decode(data, version)``. :data:`APIS` lists what is implemented; the versions actually sent are the
@@ -18,7 +18,7 @@ from assignors.userdata import (
     encode_sticky_user_data,
 )
 from staticconsumer.protocol._base import REASON_MAX_CHARS, Message, truncate_reason
-from staticconsumer.protocol._codec import TaggedFields
+from staticconsumer.protocol._codec import ZERO_UUID, TaggedFields, parse_uuid_text, uuid_text
 from staticconsumer.protocol.admin import (
     AclCreation,
     AclCreationResult,
@@ -37,6 +37,24 @@ from staticconsumer.protocol.consumer import (
     assigned_partitions,
     payload_version,
     subscribed_topics,
+)
+from staticconsumer.protocol.consumer_group import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    MEMBER_TYPE_CLASSIC,
+    MEMBER_TYPE_CONSUMER,
+    MEMBER_TYPE_UNKNOWN,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupDescribedGroup,
+    ConsumerGroupDescribedMember,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatAssignment,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedAssignment,
+    DescribedTopicPartitions,
+    TopicIdPartitions,
 )
 from staticconsumer.protocol.coordinator import (
     KEY_TYPE_GROUP,
@@ -78,7 +96,17 @@ from staticconsumer.protocol.headers import (
     encode_response,
     frame,
 )
+from staticconsumer.protocol.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from staticconsumer.protocol.offsets import (
+    TOPIC_IDS_FROM_VERSION,
+    TOPIC_NAMES_MAX_VERSION,
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -96,7 +124,11 @@ from staticconsumer.protocol.offsets import (
 
 
 class ApiSpec(NamedTuple):
-    """One API: its key, our request/response classes and the version range we implement."""
+    """One API: its key, our request/response classes and the version range we implement.
+
+    ``default_max_version`` is the highest version sent when the caller sets no ``max_version``
+    (below ``max_version`` only for OffsetCommit/OffsetFetch, whose v10 needs topic ids).
+    """
 
     name: str
     key: int
@@ -105,6 +137,7 @@ class ApiSpec(NamedTuple):
     min_version: int
     max_version: int
     flexible_from: int
+    default_max_version: int
 
 
 def _spec(request: type[Message], response: type[Message]) -> ApiSpec:
@@ -118,6 +151,7 @@ def _spec(request: type[Message], response: type[Message]) -> ApiSpec:
         request.MIN_VERSION,
         request.MAX_VERSION,
         request.FLEXIBLE_FROM,
+        request.MAX_VERSION if request.DEFAULT_MAX_VERSION is None else request.DEFAULT_MAX_VERSION,
     )
 
 
@@ -132,8 +166,13 @@ APIS: dict[str, ApiSpec] = {
         _spec(OffsetFetchRequest, OffsetFetchResponse),
         _spec(DescribeGroupsRequest, DescribeGroupsResponse),
         _spec(FindCoordinatorRequest, FindCoordinatorResponse),
+        _spec(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+        _spec(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+        _spec(MetadataRequest, MetadataResponse),
     )
 }
+"""What a consumer speaks with our codec: the classic group APIs, KIP-848's ConsumerGroupHeartbeat and
+ConsumerGroupDescribe, the offset APIs, and Metadata v10+ (topic ids, for KIP-848 assignments)."""
 ADMIN_APIS: dict[str, ApiSpec] = {
     s.name: s
     for s in (
@@ -151,21 +190,39 @@ __all__ = [
     "APIS_BY_KEY",
     "AUTHORIZED_OPERATIONS_OMITTED",
     "CONSUMER_PROTOCOL_TYPE",
+    "JOIN_EPOCH",
     "KEY_TYPE_GROUP",
     "KEY_TYPE_TRANSACTION",
+    "LEAVE_EPOCH",
     "MAX_PAYLOAD_VERSION",
+    "MEMBER_TYPE_CLASSIC",
+    "MEMBER_TYPE_CONSUMER",
+    "MEMBER_TYPE_UNKNOWN",
     "REASON_MAX_CHARS",
+    "STATIC_LEAVE_EPOCH",
+    "TOPIC_IDS_FROM_VERSION",
+    "TOPIC_NAMES_MAX_VERSION",
+    "ZERO_UUID",
     "AclCreation",
     "AclCreationResult",
     "ApiSpec",
     "Assignment",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
+    "ConsumerGroupDescribedGroup",
+    "ConsumerGroupDescribedMember",
+    "ConsumerGroupHeartbeatAssignment",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
     "Coordinator",
     "CreateAclsRequest",
     "CreateAclsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribedAssignment",
     "DescribedGroup",
     "DescribedGroupMember",
+    "DescribedTopicPartitions",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "HeartbeatRequest",
@@ -182,6 +239,12 @@ __all__ = [
     "ListedGroup",
     "MemberIdentity",
     "Message",
+    "MetadataRequest",
+    "MetadataRequestTopic",
+    "MetadataResponse",
+    "MetadataResponseBroker",
+    "MetadataResponsePartition",
+    "MetadataResponseTopic",
     "OffsetCommitRequest",
     "OffsetCommitRequestPartition",
     "OffsetCommitRequestTopic",
@@ -203,6 +266,7 @@ __all__ = [
     "SyncGroupRequestAssignment",
     "SyncGroupResponse",
     "TaggedFields",
+    "TopicIdPartitions",
     "TopicPartitions",
     "assigned_partitions",
     "coordinator_answer",
@@ -218,7 +282,9 @@ __all__ = [
     "encode_sticky_user_data",
     "find_group_coordinator",
     "frame",
+    "parse_uuid_text",
     "payload_version",
     "subscribed_topics",
     "truncate_reason",
+    "uuid_text",
 ]

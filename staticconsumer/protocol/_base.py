@@ -53,6 +53,9 @@ class Message(msgspec.Struct):
     KIND: ClassVar[str]
     MIN_VERSION: ClassVar[int]
     MAX_VERSION: ClassVar[int]
+    DEFAULT_MAX_VERSION: ClassVar[int | None] = None
+    """Highest version sent unless the caller asks for more (None: MAX_VERSION). OffsetCommit and
+    OffsetFetch stop at v9 by default because v10 names topics only by id, as Java's builders do."""
     FLEXIBLE_FROM: ClassVar[int]
 
     @classmethod

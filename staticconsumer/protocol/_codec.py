@@ -10,9 +10,12 @@ Strings are encoded as Java's ``String.getBytes(UTF_8)`` does: a lone surrogate 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import struct
 from collections.abc import Sequence
-from typing import TypeAlias
+from typing import Final, TypeAlias
+from uuid import UUID
 
 from staticconsumer.errors import DecodeError, EncodeError
 
@@ -32,6 +35,28 @@ unpack_i8 = _I8.unpack_from
 unpack_i16 = _I16.unpack_from
 unpack_i32 = _I32.unpack_from
 unpack_i64 = _I64.unpack_from
+
+ZERO_UUID: Final = UUID(int=0)
+"""Kafka's Uuid.ZERO_UUID: "no topic id" (the default of every uuid field)."""
+
+
+def uuid_text(value: UUID) -> str:
+    """Kafka's text form of a Uuid (topic ids in logs, tools and JSON): URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
+
+
+def parse_uuid_text(text: str) -> UUID:
+    """The inverse of :func:`uuid_text`, as Kafka's Uuid.fromString: 22 base64 characters, 16 bytes."""
+    if len(text) != 22:
+        raise ValueError(f"not a Kafka Uuid (22 base64 characters expected): {text!r}")
+    try:
+        data = base64.urlsafe_b64decode(text + "==")
+    except (binascii.Error, ValueError) as error:
+        raise ValueError(f"not a Kafka Uuid: {text!r} ({error})") from None
+    if len(data) != 16:
+        raise ValueError(f"not a Kafka Uuid: {text!r}")
+    return UUID(bytes=data)
+
 
 _MAX_INT16 = 0x7FFF
 _MAX_INT32 = 0x7FFFFFFF
@@ -77,6 +102,10 @@ class ClassicWriter(bytearray):
 
     def boolean(self, value: bool) -> None:
         self.append(1 if value else 0)
+
+    def uuid(self, value: UUID) -> None:
+        """16 raw bytes, most significant first (Kafka's writeUuid: two big-endian longs)."""
+        self += value.bytes
 
     def string(self, value: str) -> None:
         data = value.encode("utf-8", "replace")
@@ -237,6 +266,9 @@ class ClassicReader:
             raise DecodeError("truncated boolean")
         self.pos = pos + 1
         return self.data[pos] != 0
+
+    def uuid(self) -> UUID:
+        return UUID(bytes=self._take(16, "uuid"))
 
     def uvarint(self) -> int:
         """Unsigned varint of at most 5 bytes (Kafka rejects longer ones as malformed)."""

@@ -1,6 +1,7 @@
 """Convert messages to and from the JSON form of Kafka's generated ``*JsonConverter`` classes.
 
-That is the form the Java oracle speaks (lower camelCase field names, ``bytes`` as base64, top-level
+That is the form the Java oracle speaks (lower camelCase field names, ``bytes`` as base64, uuids in
+Kafka's text form (URL-safe base64), top-level
 unknown tagged fields as ``_unknownTaggedFields``), so golden vectors can hold field values that both
 sides read. ``to_kafka_json`` emits every field (Java reads fields outside a version and only refuses
 non-default ones when writing); ``from_kafka_json`` fills absent fields with our defaults, which are
@@ -16,6 +17,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from staticconsumer.protocol._base import Message
+from staticconsumer.protocol._codec import parse_uuid_text, uuid_text
 from staticconsumer.protocol.group import LeaveGroupRequest, MemberIdentity
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -37,6 +39,8 @@ def _encode_value(info: mi.Type, value: Any) -> Any:
                 return _encode_value(option, value)
     if isinstance(info, mi.BytesType):
         return base64.b64encode(value).decode("ascii")
+    if isinstance(info, mi.UUIDType):
+        return uuid_text(value)
     if isinstance(info, mi.ListType):
         return [_encode_value(info.item_type, item) for item in value]
     if isinstance(info, mi.StructType):
@@ -71,6 +75,8 @@ def _decode_value(info: mi.Type, value: Any) -> Any:
                 return _decode_value(option, value)
     if isinstance(info, mi.BytesType):
         return base64.b64decode(value)
+    if isinstance(info, mi.UUIDType):
+        return parse_uuid_text(value)
     if isinstance(info, mi.ListType):
         return [_decode_value(info.item_type, item) for item in value]
     if isinstance(info, mi.StructType):

@@ -1,25 +1,45 @@
-"""Offset APIs: OffsetCommit v2-v9 and OffsetFetch v1-v9.
+"""Offset APIs: OffsetCommit v2-v10 and OffsetFetch v1-v10.
 
-OffsetCommit v10 and OffsetFetch v10 (topic ids instead of names) are deliberately out of scope: the
-highest common version with a newer broker is then v9, which every supported broker accepts.
+v10 (Kafka 4.1+, KIP-848) names topics by id instead of by name. Like Java, a request goes out at v10 only
+when the caller names every topic by id: :data:`TOPIC_NAMES_MAX_VERSION` is the default ceiling (Java's
+``forTopicNames`` builders), and a caller holding every topic id (a consumer-protocol member, which gets
+ids in its assignment) asks for v10 with ``max_version`` (Java's ``forTopicIdsOrNames``). Both the name and
+the id are *ignorable*: the one a version cannot carry is left out silently, as Java does.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import ClassVar, Self
+from typing import ClassVar, Final, Self
+from uuid import UUID
 
 import msgspec
 
 from staticconsumer.errors import DecodeError, EncodeError
 from staticconsumer.protocol._base import Message, refuse
 from staticconsumer.protocol._codec import (
+    ZERO_UUID,
     ClassicReader,
     ClassicWriter,
     FlexWriter,
     TaggedFields,
     uvarint_bytes,
 )
+
+TOPIC_IDS_FROM_VERSION: Final = 10
+"""OffsetCommit and OffsetFetch name topics by id from v10 on, and only by id."""
+TOPIC_NAMES_MAX_VERSION: Final = 9
+"""The highest version that names topics by name: what is sent unless the caller asks for v10."""
+
+
+def _refuse_missing_topic_id(api: str, version: int, name: str, topic_id: UUID) -> None:
+    """Java's builders refuse v10 with a topic lacking its id (it would commit to no topic at all)."""
+    if topic_id == ZERO_UUID:
+        raise EncodeError(
+            f"{api} v{version} names topics by id, but topic {name!r} has no topic_id; "
+            f"send v{TOPIC_NAMES_MAX_VERSION} (by name) or resolve the id through Metadata first"
+        )
+
 
 _PART_V6 = struct.Struct(">iqi")  # partition_index, committed_offset, committed_leader_epoch
 _RESP_PART = struct.Struct(">ih")  # partition_index, error_code
@@ -36,8 +56,11 @@ class OffsetCommitRequestPartition(msgspec.Struct, gc=False):
 
 
 class OffsetCommitRequestTopic(msgspec.Struct, gc=False):
+    """``name`` up to v9, ``topic_id`` from v10."""
+
     name: str = ""
     partitions: list[OffsetCommitRequestPartition] = msgspec.field(default_factory=list)
+    topic_id: UUID = ZERO_UUID
     unknown_tagged_fields: TaggedFields = ()
 
 
@@ -184,7 +207,8 @@ class OffsetCommitRequest(Message):
     API_NAME: ClassVar[str] = "OffsetCommit"
     KIND: ClassVar[str] = "request"
     MIN_VERSION: ClassVar[int] = 2
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    DEFAULT_MAX_VERSION: ClassVar[int | None] = TOPIC_NAMES_MAX_VERSION
     FLEXIBLE_FROM: ClassVar[int] = 8
 
     group_id: str = ""
@@ -207,8 +231,13 @@ class OffsetCommitRequest(Message):
             w.i64(self.retention_time_ms)
         w.array_len(len(self.topics))
         with_epoch = version >= 6
+        by_id = version >= TOPIC_IDS_FROM_VERSION
         for t in self.topics:
-            w.string(t.name)
+            if by_id:
+                _refuse_missing_topic_id("OffsetCommitRequest", version, t.name, t.topic_id)
+                w.uuid(t.topic_id)
+            else:
+                w.string(t.name)
             w.array_len(len(t.partitions))
             _write_partitions(w, t.partitions, with_epoch)
             w.tagged(t.unknown_tagged_fields)
@@ -223,12 +252,11 @@ class OffsetCommitRequest(Message):
         retention_time_ms = r.i64() if version <= 4 else -1
         with_epoch = version >= 6
         min_size = 12 if r.flexible else (18 if with_epoch else 14)
-        topics = [
-            OffsetCommitRequestTopic(
-                r.string(), _read_partitions(r, r.array_len(min_size), with_epoch), r.tagged()
-            )
-            for _ in range(r.array_len())
-        ]
+        topics = []
+        for _ in range(r.array_len()):
+            name, topic_id = ("", r.uuid()) if version >= TOPIC_IDS_FROM_VERSION else (r.string(), ZERO_UUID)
+            partitions = _read_partitions(r, r.array_len(min_size), with_epoch)
+            topics.append(OffsetCommitRequestTopic(name, partitions, topic_id, r.tagged()))
         return cls(group_id, generation, member_id, group_instance_id, retention_time_ms, topics, r.tagged())
 
 
@@ -239,8 +267,11 @@ class OffsetCommitResponsePartition(msgspec.Struct, gc=False):
 
 
 class OffsetCommitResponseTopic(msgspec.Struct, gc=False):
+    """``name`` up to v9, ``topic_id`` from v10."""
+
     name: str = ""
     partitions: list[OffsetCommitResponsePartition] = msgspec.field(default_factory=list)
+    topic_id: UUID = ZERO_UUID
     unknown_tagged_fields: TaggedFields = ()
 
 
@@ -249,7 +280,8 @@ class OffsetCommitResponse(Message):
     API_NAME: ClassVar[str] = "OffsetCommit"
     KIND: ClassVar[str] = "response"
     MIN_VERSION: ClassVar[int] = 2
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    DEFAULT_MAX_VERSION: ClassVar[int | None] = TOPIC_NAMES_MAX_VERSION
     FLEXIBLE_FROM: ClassVar[int] = 8
 
     throttle_time_ms: int = 0
@@ -260,8 +292,12 @@ class OffsetCommitResponse(Message):
         if version >= 3:
             w.i32(self.throttle_time_ms)
         w.array_len(len(self.topics))
+        by_id = version >= TOPIC_IDS_FROM_VERSION
         for t in self.topics:
-            w.string(t.name)
+            if by_id:
+                w.uuid(t.topic_id)
+            else:
+                w.string(t.name)
             w.array_len(len(t.partitions))
             for p in t.partitions:
                 w += _RESP_PART.pack(p.partition_index, p.error_code)
@@ -276,14 +312,15 @@ class OffsetCommitResponse(Message):
         unpack = _RESP_PART.unpack_from
         tagged = r.tagged
         topics: list[OffsetCommitResponseTopic] = []
+        by_id = version >= TOPIC_IDS_FROM_VERSION
         for _ in range(r.array_len()):
-            name = r.string()
+            name, topic_id = ("", r.uuid()) if by_id else (r.string(), ZERO_UUID)
             partitions: list[OffsetCommitResponsePartition] = []
             for _ in range(r.array_len(6)):
                 index, error_code = unpack(data, r.pos)
                 r.pos += 6
                 partitions.append(OffsetCommitResponsePartition(index, error_code, tagged()))
-            topics.append(OffsetCommitResponseTopic(name, partitions, tagged()))
+            topics.append(OffsetCommitResponseTopic(name, partitions, topic_id, tagged()))
         return cls(throttle_time_ms, topics, r.tagged())
 
 
@@ -291,8 +328,11 @@ class OffsetCommitResponse(Message):
 
 
 class OffsetFetchRequestTopic(msgspec.Struct, gc=False):
+    """``name`` up to v9, ``topic_id`` from v10 (only in ``groups``)."""
+
     name: str = ""
     partition_indexes: list[int] = msgspec.field(default_factory=list)
+    topic_id: UUID = ZERO_UUID
     unknown_tagged_fields: TaggedFields = ()
 
 
@@ -304,19 +344,29 @@ class OffsetFetchRequestGroup(msgspec.Struct, gc=False):
     unknown_tagged_fields: TaggedFields = ()
 
 
-def _write_fetch_topics(w: ClassicWriter, topics: list[OffsetFetchRequestTopic]) -> None:
+def _write_fetch_topics(w: ClassicWriter, topics: list[OffsetFetchRequestTopic], version: int) -> None:
     w.array_len(len(topics))
+    by_id = version >= TOPIC_IDS_FROM_VERSION
     for t in topics:
-        w.string(t.name)
+        if by_id:
+            _refuse_missing_topic_id("OffsetFetchRequest", version, t.name, t.topic_id)
+            w.uuid(t.topic_id)
+        else:
+            w.string(t.name)
         w.int32_array(t.partition_indexes)
         w.tagged(t.unknown_tagged_fields)
 
 
-def _read_fetch_topics(r: ClassicReader) -> list[OffsetFetchRequestTopic] | None:
+def _read_fetch_topics(r: ClassicReader, version: int) -> list[OffsetFetchRequestTopic] | None:
     n = r.narray_len()
     if n < 0:
         return None
-    return [OffsetFetchRequestTopic(r.string(), r.int32_array(), r.tagged()) for _ in range(n)]
+    by_id = version >= TOPIC_IDS_FROM_VERSION
+    topics = []
+    for _ in range(n):
+        name, topic_id = ("", r.uuid()) if by_id else (r.string(), ZERO_UUID)
+        topics.append(OffsetFetchRequestTopic(name, r.int32_array(), topic_id, r.tagged()))
+    return topics
 
 
 class OffsetFetchRequest(Message):
@@ -329,7 +379,8 @@ class OffsetFetchRequest(Message):
     API_NAME: ClassVar[str] = "OffsetFetch"
     KIND: ClassVar[str] = "request"
     MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    DEFAULT_MAX_VERSION: ClassVar[int | None] = TOPIC_NAMES_MAX_VERSION
     FLEXIBLE_FROM: ClassVar[int] = 6
 
     group_id: str = ""
@@ -350,7 +401,7 @@ class OffsetFetchRequest(Message):
                     raise EncodeError("OffsetFetchRequest v1 cannot ask for all topics (topics=None)")
                 w.null_array()
             else:
-                _write_fetch_topics(w, self.topics)
+                _write_fetch_topics(w, self.topics, version)
         else:
             if self.group_id:
                 refuse("OffsetFetchRequest", version, "group_id", 1, 7)
@@ -365,7 +416,7 @@ class OffsetFetchRequest(Message):
                 if g.topics is None:
                     w.null_array()
                 else:
-                    _write_fetch_topics(w, g.topics)
+                    _write_fetch_topics(w, g.topics, version)
                 w.tagged(g.unknown_tagged_fields)
         if version >= 7:
             w.boolean(self.require_stable)
@@ -378,7 +429,7 @@ class OffsetFetchRequest(Message):
         groups: list[OffsetFetchRequestGroup] = []
         if version <= 7:
             group_id = r.string()
-            topics = _read_fetch_topics(r)
+            topics = _read_fetch_topics(r, version)
             if topics is None and version < 2:
                 raise DecodeError("OffsetFetchRequest v1: null topics array")
         else:
@@ -391,7 +442,9 @@ class OffsetFetchRequest(Message):
                 else:
                     member_id, member_epoch = None, -1
                 groups.append(
-                    OffsetFetchRequestGroup(gid, member_id, member_epoch, _read_fetch_topics(r), r.tagged())
+                    OffsetFetchRequestGroup(
+                        gid, member_id, member_epoch, _read_fetch_topics(r, version), r.tagged()
+                    )
                 )
         require_stable = r.boolean() if version >= 7 else False
         return cls(group_id, topics, groups, require_stable, r.tagged())
@@ -407,8 +460,11 @@ class OffsetFetchResponsePartition(msgspec.Struct, gc=False):
 
 
 class OffsetFetchResponseTopic(msgspec.Struct, gc=False):
+    """``name`` up to v9, ``topic_id`` from v10 (only in ``groups``)."""
+
     name: str = ""
     partitions: list[OffsetFetchResponsePartition] = msgspec.field(default_factory=list)
+    topic_id: UUID = ZERO_UUID
     unknown_tagged_fields: TaggedFields = ()
 
 
@@ -419,10 +475,15 @@ class OffsetFetchResponseGroup(msgspec.Struct, gc=False):
     unknown_tagged_fields: TaggedFields = ()
 
 
-def _write_fetched_topics(w: ClassicWriter, topics: list[OffsetFetchResponseTopic], epoch: bool) -> None:
+def _write_fetched_topics(
+    w: ClassicWriter, topics: list[OffsetFetchResponseTopic], epoch: bool, by_id: bool = False
+) -> None:
     w.array_len(len(topics))
     for t in topics:
-        w.string(t.name)
+        if by_id:
+            w.uuid(t.topic_id)
+        else:
+            w.string(t.name)
         w.array_len(len(t.partitions))
         for p in t.partitions:
             w.i32(p.partition_index)
@@ -435,17 +496,19 @@ def _write_fetched_topics(w: ClassicWriter, topics: list[OffsetFetchResponseTopi
         w.tagged(t.unknown_tagged_fields)
 
 
-def _read_fetched_topics(r: ClassicReader, epoch: bool) -> list[OffsetFetchResponseTopic]:
+def _read_fetched_topics(
+    r: ClassicReader, epoch: bool, by_id: bool = False
+) -> list[OffsetFetchResponseTopic]:
     topics: list[OffsetFetchResponseTopic] = []
     for _ in range(r.array_len()):
-        name = r.string()
+        name, topic_id = ("", r.uuid()) if by_id else (r.string(), ZERO_UUID)
         partitions = [
             OffsetFetchResponsePartition(
                 r.i32(), r.i64(), r.i32() if epoch else -1, r.nstring(), r.i16(), r.tagged()
             )
             for _ in range(r.array_len())
         ]
-        topics.append(OffsetFetchResponseTopic(name, partitions, r.tagged()))
+        topics.append(OffsetFetchResponseTopic(name, partitions, topic_id, r.tagged()))
     return topics
 
 
@@ -454,7 +517,8 @@ class OffsetFetchResponse(Message):
     API_NAME: ClassVar[str] = "OffsetFetch"
     KIND: ClassVar[str] = "response"
     MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    DEFAULT_MAX_VERSION: ClassVar[int | None] = TOPIC_NAMES_MAX_VERSION
     FLEXIBLE_FROM: ClassVar[int] = 6
 
     throttle_time_ms: int = 0
@@ -478,7 +542,7 @@ class OffsetFetchResponse(Message):
             w.array_len(len(self.groups))
             for g in self.groups:
                 w.string(g.group_id)
-                _write_fetched_topics(w, g.topics, True)
+                _write_fetched_topics(w, g.topics, True, version >= TOPIC_IDS_FROM_VERSION)
                 w.i16(g.error_code)
                 w.tagged(g.unknown_tagged_fields)
         w.tagged(self.unknown_tagged_fields)
@@ -495,7 +559,12 @@ class OffsetFetchResponse(Message):
                 error_code = r.i16()
         else:
             groups = [
-                OffsetFetchResponseGroup(r.string(), _read_fetched_topics(r, True), r.i16(), r.tagged())
+                OffsetFetchResponseGroup(
+                    r.string(),
+                    _read_fetched_topics(r, True, version >= TOPIC_IDS_FROM_VERSION),
+                    r.i16(),
+                    r.tagged(),
+                )
                 for _ in range(r.array_len())
             ]
         return cls(throttle_time_ms, topics, error_code, groups, r.tagged())

@@ -58,11 +58,22 @@ SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 AutoOffsetReset = Literal["earliest", "latest", "none"]
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
+GroupProtocol = Literal["classic", "consumer"]
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 AUTO_OFFSET_RESETS: Final = ("earliest", "latest", "none")
 ISOLATION_LEVELS: Final = ("read_uncommitted", "read_committed")
+GROUP_PROTOCOLS: Final = ("classic", "consumer")
+"""group.protocol as Java names it: the classic JoinGroup/SyncGroup protocol, or KIP-848's (Kafka 4.0+)."""
+REMOTE_ASSIGNORS: Final = ("uniform", "range")
+"""The brokers' built-in server-side assignors (group.consumer.assignors; the first listed is the default)."""
+CLASSIC_ONLY_SETTINGS: Final = ("assignors", "session_timeout_ms", "heartbeat_interval_ms")
+"""Refused under group.protocol=consumer when set explicitly, as Java's ConsumerConfig refuses them: the
+broker assigns partitions (group.remote.assignor picks how) and owns the session timeout and heartbeat
+interval (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms)."""
+CONSUMER_ONLY_SETTINGS: Final = ("group_remote_assignor",)
+"""Refused under group.protocol=classic when set, as Java does: the classic protocol assigns on the client."""
 
 _SASL_PROTOCOLS: Final = ("SASL_PLAINTEXT", "SASL_SSL")
 _TLS_PROTOCOLS: Final = ("SSL", "SASL_SSL")
@@ -234,6 +245,24 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
             + ", ".join(BUILT_IN_ASSIGNORS)
             + ", or your own (assignors.register)"
         ),
+    ),
+    SettingSpec(
+        "group_protocol",
+        "group.protocol",
+        "choice",
+        "Which group protocol: `classic` (JoinGroup/SyncGroup, client-side assignors) or `consumer` "
+        "(KIP-848, brokers 4.0+: the broker assigns and reconciles partitions incrementally). Under "
+        "`consumer`, partition.assignment.strategy, session.timeout.ms and heartbeat.interval.ms must not "
+        "be set; under `classic`, group.remote.assignor must not.",
+        choices=GROUP_PROTOCOLS,
+    ),
+    SettingSpec(
+        "group_remote_assignor",
+        "group.remote.assignor",
+        "optional_string",
+        "Server-side assignor for group.protocol=consumer; unset: the brokers' default (the first of their "
+        "group.consumer.assignors, `uniform` unless changed).",
+        allowed_text="uniform or range; unset for the brokers' default",
     ),
     SettingSpec(
         "enable_auto_commit", "enable.auto.commit", "bool", "Commit consumed offsets in the background."
@@ -416,6 +445,9 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
 
 SPEC_BY_FIELD: Final[Mapping[str, SettingSpec]] = {spec.field: spec for spec in SETTINGS}
 
+RECORD_FIELDS: Final = ("explicit_fields",)
+"""Settings fields that are not settings: a record of how the others were given (no row, no variable)."""
+
 _TLS_FILE_FIELDS: Final = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location")
 
 
@@ -437,6 +469,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     broker_min_session_timeout_ms: int = MIN_SESSION_TIMEOUT_MS
     broker_max_session_timeout_ms: int = MAX_SESSION_TIMEOUT_MS
     assignors: tuple[str, ...] = ("range", "cooperative-sticky")
+    group_protocol: GroupProtocol = "classic"
+    group_remote_assignor: str | None = None
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5_000
     auto_offset_reset: AutoOffsetReset = "latest"
@@ -466,13 +500,27 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     event_log_topic: str | None = None
     event_log_buffer_records: int = 10_000
     event_log_drop_report_ms: int = 60_000
+    explicit_fields: frozenset[str] = frozenset()
+    """The fields that were configured rather than defaulted (Java's ``originals()``): set by
+    :meth:`from_env` from the variables and keyword arguments it was given. A field whose value differs
+    from its default counts as configured in any case. Settings that belong to one group protocol are
+    refused under the other when configured, even at their default value, as Java refuses them."""
 
     def __post_init__(self) -> None:
         values = {spec.field: getattr(self, spec.field) for spec in SETTINGS}
         labels = _Labels.for_fields(values)
-        problems = _check_fields(values, labels) + _check_combinations(values, labels)
+        explicit = self.configured_fields()
+        problems = _check_fields(values, labels) + _check_combinations(values, labels, explicit)
+        unknown = sorted(self.explicit_fields - SPEC_BY_FIELD.keys())
+        if unknown:
+            problems.append(SettingProblem("explicit_fields", repr(unknown), "only names of Settings fields"))
         if problems:
             raise SettingsError(_sorted_by_field(problems, labels.names))
+
+    def configured_fields(self) -> frozenset[str]:
+        """Fields set explicitly (:attr:`explicit_fields`) or holding a value other than their default."""
+        changed = {spec.field for spec in SETTINGS if getattr(self, spec.field) != DEFAULTS[spec.field]}
+        return self.explicit_fields | changed
 
     @classmethod
     def from_env(
@@ -740,8 +788,20 @@ def _from_env(
     values: dict[str, Any] = {}
     names: dict[str, str] = {}
     shown: dict[str, str] = {}
+    overrides = dict(overrides)
+    # A Settings re-validated with changes (``from_env(**all its fields, **changes)``) passes its own
+    # explicit_fields: then a keyword counts as configured if it was before or differs from the default.
+    carried = overrides.pop("explicit_fields", None)
+    revalidating = isinstance(carried, frozenset | set | tuple | list)
+    explicit: set[str] = {str(name) for name in carried} if isinstance(carried, Collection) else set()
     for spec in SETTINGS:
         variable = spec.env_var(prefix)
+        if spec.field in overrides:
+            configured = not revalidating or overrides[spec.field] != DEFAULTS[spec.field]
+        else:
+            configured = environ.get(variable, "").strip() != ""  # Java ignores blank values too
+        if configured:
+            explicit.add(spec.field)
         if spec.field in overrides:
             raw: object = overrides[spec.field]
             names[spec.field] = f"{spec.field} (keyword argument)"
@@ -766,12 +826,12 @@ def _from_env(
 
     labels = _Labels(names, shown)
     problems.extend(_check_fields(values, labels))
-    problems.extend(_check_combinations(values, labels))
+    problems.extend(_check_combinations(values, labels, explicit))
     problems.extend(_unknown_keywords(overrides))
     problems.extend(_typos(environ, prefix, ignore))
     if problems:
         raise SettingsError(_sorted_by_field(problems, names))
-    return Settings(**values)
+    return Settings(**values, explicit_fields=frozenset(explicit & SPEC_BY_FIELD.keys()))
 
 
 def _sorted_by_field(problems: list[SettingProblem], names: Mapping[str, str]) -> list[SettingProblem]:
@@ -837,6 +897,12 @@ def _check_fields(values: Mapping[str, object], labels: _Labels) -> list[Setting
 
 def _field_problem(spec: SettingSpec, value: object) -> str | None:
     """What is wrong with ``value`` for ``spec``, or None when it is fine."""
+    if spec.field == "group_remote_assignor" and value is not None:
+        if value in REMOTE_ASSIGNORS:
+            return None
+        return f"unknown server-side assignor; expected {spec.allowed()}" + _suggestion(
+            value, REMOTE_ASSIGNORS
+        )
     if spec.kind == "int":
         if not isinstance(value, int) or isinstance(value, bool):
             return f"wrong type; expected {spec.allowed()}"
@@ -927,8 +993,12 @@ def _instance_id_problem(value: object) -> str | None:
     return None
 
 
-def _check_combinations(values: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
-    """Rules between fields; each runs only when the fields it needs parsed and are individually valid."""
+def _check_combinations(
+    values: Mapping[str, object], labels: _Labels, explicit: Collection[str] = ()
+) -> list[SettingProblem]:
+    """Rules between fields; each runs only when the fields it needs parsed and are individually valid.
+
+    ``explicit`` names the fields that were configured rather than defaulted (group protocol rules)."""
     valid = {
         field: value for field, value in values.items() if _field_problem(SPEC_BY_FIELD[field], value) is None
     }
@@ -970,7 +1040,42 @@ def _check_combinations(values: Mapping[str, object], labels: _Labels) -> list[S
     protocol = valid.get("security_protocol")
     if isinstance(protocol, str):
         problems.extend(_security_problems(protocol, valid, labels))
+    problems.extend(_group_protocol_problems(valid, labels, explicit))
     return problems
+
+
+_CONSUMER_PROTOCOL_REFUSALS: Final = {
+    "assignors": "the broker assigns the partitions; pick its assignor with group.remote.assignor "
+    "(uniform or range) instead",
+    "session_timeout_ms": "the brokers' group.consumer.session.timeout.ms applies; unset it",
+    "heartbeat_interval_ms": "the broker tells the heartbeat interval (its "
+    "group.consumer.heartbeat.interval.ms); unset it",
+}
+
+
+def _group_protocol_problems(
+    valid: Mapping[str, object], labels: _Labels, explicit: Collection[str]
+) -> list[SettingProblem]:
+    """Java's ConsumerConfig refusals: settings of one group protocol may not be set under the other."""
+    group_protocol = valid.get("group_protocol")
+    if group_protocol == "consumer":
+        return [
+            labels.problem(field, f"cannot be set when group.protocol=consumer: {why}")
+            for field, why in _CONSUMER_PROTOCOL_REFUSALS.items()
+            if field in explicit
+        ]
+    if group_protocol == "classic":
+        return [
+            labels.problem(
+                field,
+                "cannot be set when group.protocol=classic: server-side assignors exist only in the "
+                "consumer protocol (set group.protocol=consumer, or choose client-side assignors with "
+                "partition.assignment.strategy)",
+            )
+            for field in CONSUMER_ONLY_SETTINGS
+            if field in explicit and valid.get(field) is not None
+        ]
+    return []
 
 
 def _security_problems(protocol: str, valid: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
@@ -1102,4 +1207,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, value in settings.loggable_properties().items():
         print(f"{name}={value}")
     return 0
-

@@ -14,9 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from staticconsumer import protocol as p
 from staticconsumer.protocol import APIS, Message
@@ -32,6 +35,37 @@ BIG_BLOB = bytes(range(256)) + b"\xff" * 44  # 300 bytes: multi-byte lengths
 TAGS: tuple[tuple[int, bytes], ...] = ((0, b""), (7, b"\x01\x02\x03"), (1000, bytes(range(200))))
 
 Builder = Callable[[int], dict[str, Message]]
+
+TOPIC_A = uuid.UUID("4f5d8d3a-1c2b-4e6f-8a9b-0c1d2e3f4a5b")
+TOPIC_B = uuid.UUID("00000000-0000-0000-0000-000000000002")
+MAX_UUID = uuid.UUID(int=2**128 - 1)  # every byte 0xff: sign bits of both Java longs set
+
+
+def topic_id_for(name: str) -> uuid.UUID:
+    """A deterministic topic id per topic name, for the v10 (topic ids) variants of the offset cases."""
+    return MAX_UUID if name == NON_ASCII else uuid.uuid5(TOPIC_A, name)
+
+
+def _topics_by_id(message: Any) -> Any:
+    """OffsetCommit/OffsetFetch v10 name topics by id only: every topic struct loses its name (which v10
+    cannot carry) and gets its id, so the v9 cases carry over to v10."""
+    if isinstance(message, list):
+        return [_topics_by_id(item) for item in message]
+    if not isinstance(message, msgspec.Struct):
+        return message
+    changes = {f: _topics_by_id(getattr(message, f)) for f in message.__struct_fields__}
+    if "topic_id" in changes and "name" in changes:
+        changes["topic_id"] = topic_id_for(changes["name"])
+        changes["name"] = ""
+    return msgspec.structs.replace(message, **changes)
+
+
+def _by_id_from_v10(builder: Builder) -> Builder:
+    def build(v: int) -> dict[str, Message]:
+        built = builder(min(v, 9))
+        return {name: _topics_by_id(m) for name, m in built.items()} if v >= 10 else built
+
+    return build
 
 
 def _on(condition: bool, value: Any, default: Any) -> Any:
@@ -464,6 +498,222 @@ def find_coordinator_response(v: int) -> dict[str, Message]:
     }
 
 
+def consumer_group_heartbeat_request(v: int) -> dict[str, Message]:
+    owned = [p.TopicIdPartitions(TOPIC_A, [0, 2, 4]), p.TopicIdPartitions(TOPIC_B, [])]
+    return {
+        "defaults": p.ConsumerGroupHeartbeatRequest(),
+        "static_join": p.ConsumerGroupHeartbeatRequest(
+            "orders-service",
+            _on(v >= 1, "9f3c1e2a-6b7d-4c8e-9a0b-1c2d3e4f5a6b", ""),
+            p.JOIN_EPOCH,
+            "pod-0",
+            "rack-a",
+            300000,
+            ["orders", "payments"],
+            None,
+            "uniform",
+            [],
+        ),
+        "acknowledge": p.ConsumerGroupHeartbeatRequest(
+            "orders-service", "m-1", 7, None, None, -1, None, None, None, owned
+        ),
+        "static_leave": p.ConsumerGroupHeartbeatRequest(
+            "orders-service", "m-1", p.STATIC_LEAVE_EPOCH, "pod-0", None, -1, None, None, None, None
+        ),
+        "regex": p.ConsumerGroupHeartbeatRequest(
+            "g", "m", 0, None, None, 45000, [], _on(v >= 1, "orders-.*|" + NON_ASCII, None), "range", []
+        ),
+        "edge": p.ConsumerGroupHeartbeatRequest(
+            NON_ASCII,
+            IID_249,
+            -(2**31),
+            IID_249,
+            "",
+            2**31 - 1,
+            [NON_ASCII, ""],
+            _on(v >= 1, "", None),
+            "",
+            [p.TopicIdPartitions(MAX_UUID, [2**31 - 1, -1]), p.TopicIdPartitions(p.ZERO_UUID, [0])],
+        ),
+        "large": p.ConsumerGroupHeartbeatRequest(
+            "g",
+            "m",
+            3,
+            subscribed_topic_names=[f"t{i}" for i in range(LARGE)],
+            topic_partitions=[
+                p.TopicIdPartitions(uuid.UUID(int=i), list(range(i % 3))) for i in range(LARGE)
+            ],
+        ),
+    }
+
+
+def consumer_group_heartbeat_response(v: int) -> dict[str, Message]:
+    assigned = p.ConsumerGroupHeartbeatAssignment(
+        [p.TopicIdPartitions(TOPIC_A, [1, 3]), p.TopicIdPartitions(TOPIC_B, [0])]
+    )
+    return {
+        "defaults": p.ConsumerGroupHeartbeatResponse(),
+        "assigned": p.ConsumerGroupHeartbeatResponse(0, 0, None, "m-1", 12, 5000, assigned),
+        "unchanged": p.ConsumerGroupHeartbeatResponse(0, 0, None, "m-1", 12, 5000, None),
+        "empty_assignment": p.ConsumerGroupHeartbeatResponse(
+            0, 0, None, "m-1", 1, 5000, p.ConsumerGroupHeartbeatAssignment([])
+        ),
+        "unreleased_instance_id": p.ConsumerGroupHeartbeatResponse(
+            0, 111, "Static member pod-0 with instance id is not released yet.", None, 0, 0, None
+        ),
+        "edge": p.ConsumerGroupHeartbeatResponse(
+            2**31 - 1,
+            -1,
+            NON_ASCII,
+            IID_249,
+            -2,
+            -(2**31),
+            p.ConsumerGroupHeartbeatAssignment([p.TopicIdPartitions(MAX_UUID, [2**31 - 1])]),
+        ),
+        "large": p.ConsumerGroupHeartbeatResponse(
+            0,
+            0,
+            None,
+            "m",
+            1,
+            1000,
+            p.ConsumerGroupHeartbeatAssignment(
+                [p.TopicIdPartitions(uuid.UUID(int=i + 1), [i]) for i in range(LARGE)]
+            ),
+        ),
+    }
+
+
+def consumer_group_describe_request(v: int) -> dict[str, Message]:
+    return {
+        "defaults": p.ConsumerGroupDescribeRequest(),
+        "groups": p.ConsumerGroupDescribeRequest(["orders-service", NON_ASCII, ""], True),
+        "large": p.ConsumerGroupDescribeRequest([f"g{i}" for i in range(LARGE)]),
+    }
+
+
+def consumer_group_describe_response(v: int) -> dict[str, Message]:
+    current = p.DescribedAssignment([p.DescribedTopicPartitions(TOPIC_A, "orders", [0, 1])])
+    target = p.DescribedAssignment(
+        [
+            p.DescribedTopicPartitions(TOPIC_A, "orders", [0]),
+            p.DescribedTopicPartitions(TOPIC_B, NON_ASCII, []),
+        ]
+    )
+    members = [
+        p.ConsumerGroupDescribedMember(
+            "9f3c1e2a-6b7d-4c8e-9a0b-1c2d3e4f5a6b",
+            "pod-0",
+            "rack-a",
+            12,
+            "consumer-orders-service-pod-0",
+            "/10.0.0.1",
+            ["orders"],
+            None,
+            current,
+            target,
+            _on(v >= 1, p.MEMBER_TYPE_CONSUMER, p.MEMBER_TYPE_UNKNOWN),
+        ),
+        p.ConsumerGroupDescribedMember(
+            "m2", None, None, 11, NON_ASCII, "", [], "orders-.*", member_type=_on(v >= 1, 0, -1)
+        ),
+        p.ConsumerGroupDescribedMember(IID_249, IID_249, "", -2, "", "", [NON_ASCII]),
+    ]
+    return {
+        "defaults": p.ConsumerGroupDescribeResponse(),
+        "stable": p.ConsumerGroupDescribeResponse(
+            3,
+            [
+                p.ConsumerGroupDescribedGroup(
+                    0, None, "orders-service", "Stable", 12, 12, "uniform", members, 0b1010
+                ),
+                p.ConsumerGroupDescribedGroup(
+                    69, "Group dead does not exist.", NON_ASCII, "Dead", -1, -1, "", []
+                ),
+            ],
+        ),
+        "large": p.ConsumerGroupDescribeResponse(
+            0,
+            [
+                p.ConsumerGroupDescribedGroup(
+                    0,
+                    None,
+                    "g",
+                    "Reconciling",
+                    2**31 - 1,
+                    -(2**31),
+                    "range",
+                    [
+                        p.ConsumerGroupDescribedMember(f"m{i}", f"i{i}" if i % 2 else None)
+                        for i in range(LARGE)
+                    ],
+                )
+            ],
+        ),
+    }
+
+
+def metadata_request(v: int) -> dict[str, Message]:
+    by_id = [p.MetadataRequestTopic(TOPIC_A, None), p.MetadataRequestTopic(MAX_UUID, None)]
+    return {
+        "defaults": p.MetadataRequest(),
+        "all_topics": p.MetadataRequest(None, False),
+        "by_name": p.MetadataRequest(
+            [p.MetadataRequestTopic(name="orders"), p.MetadataRequestTopic(name=NON_ASCII)],
+            False,
+            _on(v <= 10, True, False),
+            True,
+        ),
+        "by_id": p.MetadataRequest(by_id if v >= 12 else []),
+        "large": p.MetadataRequest([p.MetadataRequestTopic(name=f"t{i}") for i in range(LARGE)]),
+    }
+
+
+def metadata_response(v: int) -> dict[str, Message]:
+    partitions = [
+        p.MetadataResponsePartition(0, 0, 1, 7, [1, 2, 3], [1, 2], []),
+        p.MetadataResponsePartition(5, 1, -1, -1, [2], [], [2]),
+    ]
+    topics = [
+        p.MetadataResponseTopic(0, "orders", TOPIC_A, False, partitions, 0b11000),
+        p.MetadataResponseTopic(0, "__consumer_offsets", TOPIC_B, True, []),
+        p.MetadataResponseTopic(3, NON_ASCII, p.ZERO_UUID, False, []),
+    ]
+    if v >= 12:
+        topics.append(p.MetadataResponseTopic(100, None, MAX_UUID, False, []))
+    return {
+        "defaults": p.MetadataResponse(),
+        "cluster": p.MetadataResponse(
+            0,
+            [
+                p.MetadataResponseBroker(1, "broker-1.kafka", 9092, "rack-a"),
+                p.MetadataResponseBroker(2, NON_ASCII, 9093, None),
+            ],
+            "kraft-cluster-id-AAAAAAA",
+            1,
+            topics,
+            _on(v <= 10, 0b101, p.AUTHORIZED_OPERATIONS_OMITTED),
+            _on(v >= 13, 0, 0),
+        ),
+        "error": p.MetadataResponse(7, [], None, -1, [], error_code=_on(v >= 13, 29, 0)),
+        "large": p.MetadataResponse(
+            0,
+            [p.MetadataResponseBroker(i, f"b{i}", 9092 + i) for i in range(LARGE)],
+            "c",
+            0,
+            [
+                p.MetadataResponseTopic(
+                    0,
+                    "t",
+                    TOPIC_A,
+                    False,
+                    [p.MetadataResponsePartition(0, i, i % 3, i, [i % 3], [i % 3]) for i in range(LARGE)],
+                )
+            ],
+        ),
+    }
+
+
 BUILDERS: dict[type[Message], Builder] = {
     p.JoinGroupRequest: join_group_request,
     p.JoinGroupResponse: join_group_response,
@@ -473,22 +723,34 @@ BUILDERS: dict[type[Message], Builder] = {
     p.HeartbeatResponse: heartbeat_response,
     p.LeaveGroupRequest: leave_group_request,
     p.LeaveGroupResponse: leave_group_response,
-    p.OffsetCommitRequest: offset_commit_request,
-    p.OffsetCommitResponse: offset_commit_response,
-    p.OffsetFetchRequest: offset_fetch_request,
-    p.OffsetFetchResponse: offset_fetch_response,
+    p.OffsetCommitRequest: _by_id_from_v10(offset_commit_request),
+    p.OffsetCommitResponse: _by_id_from_v10(offset_commit_response),
+    p.OffsetFetchRequest: _by_id_from_v10(offset_fetch_request),
+    p.OffsetFetchResponse: _by_id_from_v10(offset_fetch_response),
     p.DescribeGroupsRequest: describe_groups_request,
     p.DescribeGroupsResponse: describe_groups_response,
     p.FindCoordinatorRequest: find_coordinator_request,
     p.FindCoordinatorResponse: find_coordinator_response,
+    p.ConsumerGroupHeartbeatRequest: consumer_group_heartbeat_request,
+    p.ConsumerGroupHeartbeatResponse: consumer_group_heartbeat_response,
+    p.ConsumerGroupDescribeRequest: consumer_group_describe_request,
+    p.ConsumerGroupDescribeResponse: consumer_group_describe_response,
+    p.MetadataRequest: metadata_request,
+    p.MetadataResponse: metadata_response,
 }
 
 
-def message_cases() -> Iterator[tuple[type[Message], int, str, Message]]:
-    """Every (class, version, case name, value), plus a tagged-fields case for flexible versions."""
+def message_cases(
+    supported: dict[str, tuple[int, int]] | None = None,
+) -> Iterator[tuple[type[Message], int, str, Message]]:
+    """Every (class, version, case name, value), plus a tagged-fields case for flexible versions.
+
+    ``supported`` (the oracle's ApiVersions: name -> (oldest, latest)) leaves out versions an older
+    kafka-clients does not know (ConsumerGroupHeartbeat v1, Metadata v13 or OffsetCommit v10 on 3.9)."""
     for spec in APIS.values():
+        known = (supported or {}).get(spec.name, (spec.min_version, spec.max_version))
         for cls in (spec.request, spec.response):
-            for version in range(spec.min_version, spec.max_version + 1):
+            for version in range(max(spec.min_version, known[0]), min(spec.max_version, known[1]) + 1):
                 built = BUILDERS[cls](version)
                 for name, message in built.items():
                     yield cls, version, name, message
@@ -498,8 +760,6 @@ def message_cases() -> Iterator[tuple[type[Message], int, str, Message]]:
 
 
 def _with_tags(message: Message) -> Message:
-    import msgspec
-
     return msgspec.structs.replace(message, unknown_tagged_fields=TAGS)
 
 
@@ -540,7 +800,7 @@ def payload_cases() -> Iterator[tuple[str, int, str, p.Subscription | p.Assignme
 def generate(oracle: Any) -> dict[str, dict[str, Any]]:
     """All golden files as {file name: content}, produced by ``oracle`` (a JavaOracle)."""
     files: dict[str, dict[str, Any]] = {}
-    for cls, version, name, message in message_cases():
+    for cls, version, name, message in message_cases(oracle.api_versions()):
         fields = to_kafka_json(message, version)
         correlation_id = 0x12345 + version
         client_id = None if name == "defaults" else "client-" + NON_ASCII

@@ -36,14 +36,20 @@ pytestmark = pytest.mark.oracle
 def test_committed_golden_vectors_match_the_live_oracle(
     java_oracle_for: Callable[[str], JavaOracle], kafka_version: str
 ) -> None:
-    fresh = generate(java_oracle_for(kafka_version))
+    oracle = java_oracle_for(kafka_version)
+    fresh = generate(oracle)
     # the directory also holds other generators' files (admin APIs); each of ours must be there
     committed_names = {path.name for path in GOLDEN_DIR.glob("*.json")}
     assert set(fresh) <= committed_names
+    known = oracle.api_versions()
     for name, content in fresh.items():
         committed = json.loads((GOLDEN_DIR / name).read_text(encoding="utf-8"))
-        assert len(content["vectors"]) == len(committed["vectors"]), name
-        for ours, theirs in zip(content["vectors"], committed["vectors"], strict=True):
+        # an older kafka-clients checks the versions it knows (3.9 has no ConsumerGroupHeartbeat v1)
+        api = name.removesuffix(".json")
+        low, high = known.get(api, (0, 2**15))
+        expected = [v for v in committed["vectors"] if low <= v["version"] <= high]
+        assert len(content["vectors"]) == len(expected), name
+        for ours, theirs in zip(content["vectors"], expected, strict=True):
             assert ours == theirs, f"{name}: {ours['kind']} v{ours['version']} {ours['case']} drifted"
 
 

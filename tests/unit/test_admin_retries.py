@@ -196,3 +196,98 @@ async def test_remove_needs_non_empty_instance_ids(script: Script) -> None:
     with pytest.raises(ValueError, match="empty"):
         await _admin().remove_members("g", ["a", ""])
     assert script.sent == []
+
+
+# -- describe for both protocols: ConsumerGroupDescribe first where offered, as Java's admin does --------
+
+CONSUMER_VERSIONS = {**VERSIONS, 69: (0, 1)}
+
+
+def _consumer_group(code: int = 0) -> Any:
+    import uuid
+
+    from staticconsumer import protocol as p
+
+    topic = uuid.UUID(int=7)
+    now = p.DescribedAssignment([p.DescribedTopicPartitions(topic, "orders", [2, 0])])
+    target = p.DescribedAssignment([p.DescribedTopicPartitions(topic, "orders", [0])])
+    members = [
+        p.ConsumerGroupDescribedMember(
+            "m-0",
+            "pod-0",
+            "rack-a",
+            5,
+            "c-0",
+            "/10.0.0.1",
+            ["orders"],
+            None,
+            now,
+            target,
+            p.MEMBER_TYPE_CONSUMER,
+        ),
+        p.ConsumerGroupDescribedMember(
+            "m-1", "pod-1", None, -2, "c-1", "/10.0.0.2", [], "ord.*", target, target, p.MEMBER_TYPE_CLASSIC
+        ),
+    ]
+    group = p.ConsumerGroupDescribedGroup(
+        code, None, "g", "Reconciling", 6, 6, "uniform", members if not code else []
+    )
+    return p.ConsumerGroupDescribeResponse(groups=[group])
+
+
+async def test_a_consumer_protocol_group_is_described_with_epochs_and_targets(script: Script) -> None:
+    script.versions = CONSUMER_VERSIONS
+    script.answers = {
+        "FindCoordinatorRequest": [_found(1)],
+        "ConsumerGroupDescribeRequest": [_consumer_group()],
+    }
+    group = await _admin().describe_group("g")
+    assert script.apis() == [(0, "FindCoordinatorRequest"), (1, "ConsumerGroupDescribeRequest")]
+    assert (group.group_type, group.state, group.protocol, group.group_epoch, group.assignment_epoch) == (
+        "consumer",
+        "Reconciling",
+        "uniform",
+        6,
+        6,
+    )
+    assert group.exists
+    reconciling, returning = group.members
+    assert (reconciling.member_epoch, reconciling.rack, reconciling.member_protocol) == (
+        5,
+        "rack-a",
+        "consumer",
+    )
+    assert [(tp.topic, tp.partitions) for tp in reconciling.assignment] == [("orders", [0, 2])]
+    assert [(tp.topic, tp.partitions) for tp in reconciling.target_assignment] == [("orders", [0])]
+    assert (returning.member_epoch, returning.subscribed_pattern, returning.member_protocol) == (
+        -2,
+        "ord.*",
+        "classic",
+    )
+    assert group.member("pod-1") is returning
+
+
+@pytest.mark.parametrize("code", [69, 35])
+async def test_a_group_that_is_not_a_consumer_group_falls_back_to_describe_groups(
+    script: Script, code: int
+) -> None:
+    """69: a classic group (or none) on Kafka 4; 35: a 3.9 broker advertises API 69 but has it off."""
+    script.versions = CONSUMER_VERSIONS
+    script.answers = {
+        "FindCoordinatorRequest": [_found(1)],
+        "ConsumerGroupDescribeRequest": [_consumer_group(code)],
+        "DescribeGroupsRequest": [_described()],
+    }
+    group = await _admin().describe_group("g")
+    assert script.apis()[1:] == [(1, "ConsumerGroupDescribeRequest"), (1, "DescribeGroupsRequest")]
+    assert (group.group_type, group.state, group.group_epoch) == ("classic", "Stable", None)
+
+
+async def test_a_consumer_group_describe_refusal_names_the_acl(script: Script) -> None:
+    script.versions = CONSUMER_VERSIONS
+    script.answers = {
+        "FindCoordinatorRequest": [_found(1)],
+        "ConsumerGroupDescribeRequest": [_consumer_group(30)],
+    }
+    with pytest.raises(GroupAuthorizationFailedError, match="DESCRIBE"):
+        await _admin().describe_group("g")

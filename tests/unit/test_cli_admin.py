@@ -73,6 +73,74 @@ def test_describe_renders_instance_ids_and_assignments() -> None:
     assert "does not exist" in cli._describe_text(dead)
 
 
+def test_describe_renders_a_consumer_protocol_group_with_epochs_and_targets() -> None:
+    orders = TopicPartitions("orders", [0, 1])
+    group = GroupDescription(
+        "orders",
+        "Reconciling",
+        "consumer",
+        "uniform",
+        (
+            MemberDescription(
+                "m-1",
+                "pod-1",
+                "c-1",
+                "/10.0.0.2",
+                (orders,),
+                ("orders",),
+                member_epoch=-2,
+                target_assignment=(orders,),
+                member_protocol="consumer",
+            ),
+            MemberDescription(
+                "m-0",
+                "pod-0",
+                "c-0",
+                "/10.0.0.1",
+                (orders,),
+                (),
+                member_epoch=7,
+                target_assignment=(TopicPartitions("orders", [0]),),
+                subscribed_pattern="ord.*",
+                member_protocol="classic",
+            ),
+        ),
+        coordinator=1,
+        group_type="consumer",
+        group_epoch=8,
+        assignment_epoch=8,
+    )
+    text = cli._describe_text(group).splitlines()
+    assert text[0] == (
+        "group orders: Reconciling, consumer protocol (KIP-848), assignor uniform, group epoch 8, "
+        "assignment epoch 8, coordinator 1, 2 member(s)"
+    )
+    assert text[1].split()[:3] == ["INSTANCE", "ID", "MEMBER"]
+    assert text[2].split() == [
+        "pod-0",
+        "m-0",
+        "7",
+        "(classic",
+        "member)",
+        "c-0",
+        "/10.0.0.1",
+        "orders:0,1",
+        "orders:0",
+        "/ord.*/",
+    ]
+    assert text[3].split() == ["pod-1", "m-1", "-2", "c-1", "/10.0.0.2", "orders:0,1", "=", "orders"]
+    assert "EPOCH -2: a static member that left for a restart" in text[4]
+    as_json = cli._describe_json(group)
+    assert (as_json["group_type"], as_json["group_epoch"], as_json["assignment_epoch"]) == ("consumer", 8, 8)
+    returning = as_json["members"][0]
+    assert (returning["member_epoch"], returning["target_assignment"]) == (-2, {"orders": [0, 1]})
+    assert as_json["members"][1]["subscribed_pattern"] == "ord.*"
+    json.dumps(as_json)
+    classic = cli._describe_json(GroupDescription("g", "Empty", "consumer", "", (), coordinator=1))
+    assert classic["group_type"] == "classic"
+    assert "group_epoch" not in classic
+
+
 def test_missing_bootstrap_servers_is_a_settings_error_with_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

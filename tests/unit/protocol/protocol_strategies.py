@@ -6,12 +6,14 @@ exactly. Imported by the protocol tests (pytest puts this folder on sys.path).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from hypothesis import strategies as st
 
 from staticconsumer import protocol as p
 from staticconsumer.protocol import APIS, Message
+from staticconsumer.protocol.offsets import TOPIC_IDS_FROM_VERSION
 
 I8 = st.integers(-(2**7), 2**7 - 1)
 I16 = st.integers(-(2**15), 2**15 - 1)
@@ -22,6 +24,9 @@ NTEXT = st.none() | TEXT
 BLOB = st.binary(max_size=24)
 NBLOB = st.none() | BLOB
 REASON = st.none() | st.text(max_size=255)
+UUIDS = st.uuids(allow_nil=True) | st.sampled_from([p.ZERO_UUID, uuid.UUID(int=2**128 - 1)])
+TOPIC_IDS = st.uuids().filter(lambda u: u != p.ZERO_UUID)
+"""v10 offset requests refuse a topic without its id (Java's builders do), so they draw real ids."""
 TAGGED = st.lists(st.tuples(st.integers(0, 2**32 - 1), st.binary(max_size=8)), max_size=3).map(tuple)
 NO_TAGS: st.SearchStrategy[tuple[tuple[int, bytes], ...]] = st.just(())
 
@@ -172,8 +177,13 @@ def offset_commit_request(v: int) -> st.SearchStrategy[p.OffsetCommitRequest]:
         committed_metadata=NTEXT,
         unknown_tagged_fields=tags,
     )
+    by_id = v >= TOPIC_IDS_FROM_VERSION
     topic = st.builds(
-        p.OffsetCommitRequestTopic, name=TEXT, partitions=_lists(partition), unknown_tagged_fields=tags
+        p.OffsetCommitRequestTopic,
+        name=_if(not by_id, TEXT, ""),
+        partitions=_lists(partition),
+        topic_id=_if(by_id, TOPIC_IDS, p.ZERO_UUID),
+        unknown_tagged_fields=tags,
     )
     return st.builds(
         p.OffsetCommitRequest,
@@ -192,8 +202,13 @@ def offset_commit_response(v: int) -> st.SearchStrategy[p.OffsetCommitResponse]:
     partition = st.builds(
         p.OffsetCommitResponsePartition, partition_index=I32, error_code=I16, unknown_tagged_fields=tags
     )
+    by_id = v >= TOPIC_IDS_FROM_VERSION
     topic = st.builds(
-        p.OffsetCommitResponseTopic, name=TEXT, partitions=_lists(partition), unknown_tagged_fields=tags
+        p.OffsetCommitResponseTopic,
+        name=_if(not by_id, TEXT, ""),
+        partitions=_lists(partition),
+        topic_id=_if(by_id, UUIDS, p.ZERO_UUID),
+        unknown_tagged_fields=tags,
     )
     return st.builds(
         p.OffsetCommitResponse,
@@ -203,10 +218,16 @@ def offset_commit_response(v: int) -> st.SearchStrategy[p.OffsetCommitResponse]:
     )
 
 
-def _fetch_topics(tags: st.SearchStrategy) -> st.SearchStrategy[list[p.OffsetFetchRequestTopic]]:
+def _fetch_topics(
+    tags: st.SearchStrategy, by_id: bool = False
+) -> st.SearchStrategy[list[p.OffsetFetchRequestTopic]]:
     return _lists(
         st.builds(
-            p.OffsetFetchRequestTopic, name=TEXT, partition_indexes=_lists(I32, 6), unknown_tagged_fields=tags
+            p.OffsetFetchRequestTopic,
+            name=_if(not by_id, TEXT, ""),
+            partition_indexes=_lists(I32, 6),
+            topic_id=_if(by_id, TOPIC_IDS, p.ZERO_UUID),
+            unknown_tagged_fields=tags,
         )
     )
 
@@ -227,7 +248,7 @@ def offset_fetch_request(v: int) -> st.SearchStrategy[p.OffsetFetchRequest]:
         group_id=TEXT,
         member_id=_if(v >= 9, NTEXT, None),
         member_epoch=_if(v >= 9, I32, -1),
-        topics=st.none() | _fetch_topics(tags),
+        topics=st.none() | _fetch_topics(tags, v >= TOPIC_IDS_FROM_VERSION),
         unknown_tagged_fields=tags,
     )
     return st.builds(
@@ -241,7 +262,7 @@ def offset_fetch_request(v: int) -> st.SearchStrategy[p.OffsetFetchRequest]:
 
 
 def _fetched_topics(
-    tags: st.SearchStrategy, epoch: bool
+    tags: st.SearchStrategy, epoch: bool, by_id: bool = False
 ) -> st.SearchStrategy[list[p.OffsetFetchResponseTopic]]:
     partition = st.builds(
         p.OffsetFetchResponsePartition,
@@ -254,7 +275,11 @@ def _fetched_topics(
     )
     return _lists(
         st.builds(
-            p.OffsetFetchResponseTopic, name=TEXT, partitions=_lists(partition), unknown_tagged_fields=tags
+            p.OffsetFetchResponseTopic,
+            name=_if(not by_id, TEXT, ""),
+            partitions=_lists(partition),
+            topic_id=_if(by_id, UUIDS, p.ZERO_UUID),
+            unknown_tagged_fields=tags,
         )
     )
 
@@ -272,7 +297,7 @@ def offset_fetch_response(v: int) -> st.SearchStrategy[p.OffsetFetchResponse]:
     group = st.builds(
         p.OffsetFetchResponseGroup,
         group_id=TEXT,
-        topics=_fetched_topics(tags, True),
+        topics=_fetched_topics(tags, True, v >= TOPIC_IDS_FROM_VERSION),
         error_code=I16,
         unknown_tagged_fields=tags,
     )
@@ -362,6 +387,158 @@ def find_coordinator_response(v: int) -> st.SearchStrategy[p.FindCoordinatorResp
     )
 
 
+def _topic_id_partitions() -> st.SearchStrategy[p.TopicIdPartitions]:
+    return st.builds(
+        p.TopicIdPartitions, topic_id=UUIDS, partitions=_lists(I32, 6), unknown_tagged_fields=TAGGED
+    )
+
+
+def consumer_group_heartbeat_request(v: int) -> st.SearchStrategy[p.ConsumerGroupHeartbeatRequest]:
+    return st.builds(
+        p.ConsumerGroupHeartbeatRequest,
+        group_id=TEXT,
+        member_id=TEXT,
+        member_epoch=I32,
+        instance_id=NTEXT,
+        rack_id=NTEXT,
+        rebalance_timeout_ms=I32,
+        subscribed_topic_names=st.none() | _lists(TEXT),
+        subscribed_topic_regex=_if(v >= 1, NTEXT, None),
+        server_assignor=NTEXT,
+        topic_partitions=st.none() | _lists(_topic_id_partitions()),
+        unknown_tagged_fields=TAGGED,
+    )
+
+
+def consumer_group_heartbeat_response(v: int) -> st.SearchStrategy[p.ConsumerGroupHeartbeatResponse]:
+    assignment = st.builds(
+        p.ConsumerGroupHeartbeatAssignment,
+        topic_partitions=_lists(_topic_id_partitions()),
+        unknown_tagged_fields=TAGGED,
+    )
+    return st.builds(
+        p.ConsumerGroupHeartbeatResponse,
+        throttle_time_ms=I32,
+        error_code=I16,
+        error_message=NTEXT,
+        member_id=NTEXT,
+        member_epoch=I32,
+        heartbeat_interval_ms=I32,
+        assignment=st.none() | assignment,
+        unknown_tagged_fields=TAGGED,
+    )
+
+
+def consumer_group_describe_request(v: int) -> st.SearchStrategy[p.ConsumerGroupDescribeRequest]:
+    return st.builds(
+        p.ConsumerGroupDescribeRequest,
+        group_ids=_lists(TEXT),
+        include_authorized_operations=st.booleans(),
+        unknown_tagged_fields=TAGGED,
+    )
+
+
+def consumer_group_describe_response(v: int) -> st.SearchStrategy[p.ConsumerGroupDescribeResponse]:
+    assignment = st.builds(
+        p.DescribedAssignment,
+        topic_partitions=_lists(
+            st.builds(
+                p.DescribedTopicPartitions,
+                topic_id=UUIDS,
+                topic_name=TEXT,
+                partitions=_lists(I32, 6),
+                unknown_tagged_fields=TAGGED,
+            ),
+            3,
+        ),
+        unknown_tagged_fields=TAGGED,
+    )
+    member = st.builds(
+        p.ConsumerGroupDescribedMember,
+        member_id=TEXT,
+        instance_id=NTEXT,
+        rack_id=NTEXT,
+        member_epoch=I32,
+        client_id=TEXT,
+        client_host=TEXT,
+        subscribed_topic_names=_lists(TEXT),
+        subscribed_topic_regex=NTEXT,
+        assignment=assignment,
+        target_assignment=assignment,
+        member_type=_if(v >= 1, I8, p.MEMBER_TYPE_UNKNOWN),
+        unknown_tagged_fields=TAGGED,
+    )
+    group = st.builds(
+        p.ConsumerGroupDescribedGroup,
+        error_code=I16,
+        error_message=NTEXT,
+        group_id=TEXT,
+        group_state=TEXT,
+        group_epoch=I32,
+        assignment_epoch=I32,
+        assignor_name=TEXT,
+        members=_lists(member, 3),
+        authorized_operations=I32,
+        unknown_tagged_fields=TAGGED,
+    )
+    return st.builds(
+        p.ConsumerGroupDescribeResponse,
+        throttle_time_ms=I32,
+        groups=_lists(group, 3),
+        unknown_tagged_fields=TAGGED,
+    )
+
+
+def metadata_request(v: int) -> st.SearchStrategy[p.MetadataRequest]:
+    topic = st.builds(p.MetadataRequestTopic, topic_id=UUIDS, name=NTEXT, unknown_tagged_fields=TAGGED)
+    return st.builds(
+        p.MetadataRequest,
+        topics=st.none() | _lists(topic),
+        allow_auto_topic_creation=st.booleans(),
+        include_cluster_authorized_operations=_if(v <= 10, st.booleans(), False),
+        include_topic_authorized_operations=st.booleans(),
+        unknown_tagged_fields=TAGGED,
+    )
+
+
+def metadata_response(v: int) -> st.SearchStrategy[p.MetadataResponse]:
+    broker = st.builds(
+        p.MetadataResponseBroker, node_id=I32, host=TEXT, port=I32, rack=NTEXT, unknown_tagged_fields=TAGGED
+    )
+    partition = st.builds(
+        p.MetadataResponsePartition,
+        error_code=I16,
+        partition_index=I32,
+        leader_id=I32,
+        leader_epoch=I32,
+        replica_nodes=_lists(I32),
+        isr_nodes=_lists(I32),
+        offline_replicas=_lists(I32),
+        unknown_tagged_fields=TAGGED,
+    )
+    topic = st.builds(
+        p.MetadataResponseTopic,
+        error_code=I16,
+        name=NTEXT if v >= 12 else TEXT,
+        topic_id=UUIDS,
+        is_internal=st.booleans(),
+        partitions=_lists(partition, 3),
+        topic_authorized_operations=I32,
+        unknown_tagged_fields=TAGGED,
+    )
+    return st.builds(
+        p.MetadataResponse,
+        throttle_time_ms=I32,
+        brokers=_lists(broker, 3),
+        cluster_id=NTEXT,
+        controller_id=I32,
+        topics=_lists(topic, 3),
+        cluster_authorized_operations=_if(v <= 10, I32, p.AUTHORIZED_OPERATIONS_OMITTED),
+        error_code=_if(v >= 13, I16, 0),
+        unknown_tagged_fields=TAGGED,
+    )
+
+
 STRATEGIES: dict[type[Message], Callable[[int], st.SearchStrategy]] = {
     p.JoinGroupRequest: join_group_request,
     p.JoinGroupResponse: join_group_response,
@@ -379,6 +556,12 @@ STRATEGIES: dict[type[Message], Callable[[int], st.SearchStrategy]] = {
     p.DescribeGroupsResponse: describe_groups_response,
     p.FindCoordinatorRequest: find_coordinator_request,
     p.FindCoordinatorResponse: find_coordinator_response,
+    p.ConsumerGroupHeartbeatRequest: consumer_group_heartbeat_request,
+    p.ConsumerGroupHeartbeatResponse: consumer_group_heartbeat_response,
+    p.ConsumerGroupDescribeRequest: consumer_group_describe_request,
+    p.ConsumerGroupDescribeResponse: consumer_group_describe_response,
+    p.MetadataRequest: metadata_request,
+    p.MetadataResponse: metadata_response,
 }
 
 ALL_MESSAGE_VERSIONS: list[tuple[type[Message], int]] = [

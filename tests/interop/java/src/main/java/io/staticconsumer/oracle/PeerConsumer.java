@@ -20,12 +20,18 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * The Java client as a live group member: a KafkaConsumer that reports, as JSON lines on stdout, what a
  * test or benchmark needs to compare it with our consumer (assignments with generations, the first record,
- * record counts, revokes, losses, fencing). Stops on SIGTERM, or on "stop" read from stdin, with close():
- * a static Java member sends no LeaveGroup.
+ * record counts, revokes, losses, fencing, an unreleased instance id, any other fatal error). Stops on
+ * SIGTERM, or on "stop" read from stdin, with close(): a static Java member sends no LeaveGroup (classic)
+ * or a leave heartbeat with epoch -2 (consumer protocol), so it keeps its partitions for a restart.
  *
  * Arguments: key=value pairs: bootstrap, group, topics (comma-separated), instance (optional), assignor
  * (range|roundrobin|sticky|cooperative-sticky), session_ms, heartbeat_ms, metadata_max_age_ms,
- * auto_offset_reset, commit (auto|sync).
+ * auto_offset_reset, commit (auto|sync), protocol (classic|consumer, default classic), remote_assignor
+ * (uniform|range, consumer protocol only; unset: the broker's default).
+ *
+ * With protocol=consumer (KIP-848) the broker assigns partitions and owns the session timeout and the
+ * heartbeat interval, and Java refuses those client settings, so assignor, session_ms and heartbeat_ms are
+ * ignored; the "gen" it reports is then the member epoch.
  */
 public final class PeerConsumer {
     private static final PrintStream OUT =
@@ -73,10 +79,20 @@ public final class PeerConsumer {
         if (options.getProperty("instance") != null) {
             config.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, options.getProperty("instance"));
         }
-        config.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-            assignorClass(options.getProperty("assignor", "range")));
-        config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, options.getProperty("session_ms", "10000"));
-        config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, options.getProperty("heartbeat_ms", "1000"));
+        String protocol = options.getProperty("protocol", "classic");
+        if (protocol.equals("consumer")) {
+            config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            if (options.getProperty("remote_assignor") != null) {
+                config.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, options.getProperty("remote_assignor"));
+            }
+        } else if (protocol.equals("classic")) {
+            config.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+                assignorClass(options.getProperty("assignor", "range")));
+            config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, options.getProperty("session_ms", "10000"));
+            config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, options.getProperty("heartbeat_ms", "1000"));
+        } else {
+            throw new IllegalArgumentException("protocol must be classic or consumer, not " + protocol);
+        }
         config.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, options.getProperty("metadata_max_age_ms", "300000"));
         config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, options.getProperty("auto_offset_reset", "earliest"));
         boolean syncCommit = "sync".equals(options.getProperty("commit", "auto"));
@@ -158,6 +174,11 @@ public final class PeerConsumer {
             // asked to stop
         } catch (org.apache.kafka.common.errors.FencedInstanceIdException fenced) {
             say("fenced", "\"message\":\"" + fenced.getMessage().replace("\"", "'") + "\"");
+        } catch (org.apache.kafka.common.errors.UnreleasedInstanceIdException unreleased) {
+            say("unreleased", "\"message\":\"" + String.valueOf(unreleased.getMessage()).replace("\"", "'") + "\"");
+        } catch (org.apache.kafka.common.KafkaException failure) {
+            say("failed", "\"error\":\"" + failure.getClass().getSimpleName() + "\",\"message\":\""
+                + String.valueOf(failure.getMessage()).replace("\"", "'") + "\"");
         } finally {
             try {
                 consumer.close(Duration.ofSeconds(10));

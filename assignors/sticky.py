@@ -30,8 +30,8 @@ import heapq
 from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Collection, Mapping, Sequence
-from itertools import chain, repeat
-from typing import ClassVar
+from itertools import filterfalse, repeat
+from typing import ClassVar, TypeVar
 
 from .model import (
     NO_GENERATION,
@@ -48,12 +48,14 @@ from .model import (
     use_rack_aware,
 )
 from .userdata import (
-    StickyMemberData,
+    PartitionIds,
     decode_cooperative_user_data,
-    decode_sticky_user_data,
+    decode_sticky_user_data_ids,
     encode_cooperative_user_data,
     encode_sticky_user_data,
 )
+
+_T = TypeVar("_T")
 
 
 class _Layout:
@@ -143,35 +145,23 @@ class _Racks:
 class _Claims:
     """Resolved previous ownership: who keeps a claim to each partition, and who claimed at all."""
 
-    def __init__(
-        self,
-        datas: list[StickyMemberData],
-        subs: list[frozenset[str]],
-        layout: _Layout,
-        *,
-        with_unsubscribed: bool = False,
-    ):
-        """``with_unsubscribed``: also count claims to topics the claimant no longer subscribes to in
-        ``claimed`` (cooperative: it still owns them until it revokes them)."""
-        offset, counts = layout.offset, layout.counts
-        per_member: list[list[int]] = []
-        for d, sub in zip(datas, subs, strict=True):
-            per_member.append([offset[t] + p for t, p in d.partitions if t in sub and 0 <= p < counts[t]])
-        flat = list(chain.from_iterable(per_member))
-        self.claimed: set[int] = set(flat)
-        if with_unsubscribed:
-            for d, sub in zip(datas, subs, strict=True):
-                self.claimed.update(
-                    offset[t] + p
-                    for t, p in d.partitions
-                    if t not in sub and t in offset and 0 <= p < counts[t]
-                )
+    def __init__(self, per_member: list[list[int]], generations: list[int | None], unsubscribed: list[int]):
+        """``per_member[i]``: member ``i``'s valid claims to topics it subscribes to, as partition ids;
+        ``unsubscribed``: claims to live topics their claimants no longer subscribe to, which count
+        in ``claimed`` only (cooperative: the claimant still owns them until it revokes them)."""
+        self.claimed: set[int] = set()
+        claimed_count = 0
+        for pids in per_member:
+            self.claimed.update(pids)
+            claimed_count += len(pids)
+        contested = len(self.claimed) != claimed_count
+        self.claimed.update(unsubscribed)
         self.any_claims = bool(self.claimed)
-        if len(set(flat)) == len(flat):
+        if not contested:
             # Common case: no partition claimed twice, nothing to resolve.
             self.owned = per_member
             return
-        gens = [NO_GENERATION if d.generation is None else d.generation for d in datas]
+        gens = [NO_GENERATION if g is None else g for g in generations]
         winner: dict[int, int] = {}  # pid -> member, or -1 when the top generation is contested
         best: dict[int, int] = {}
         for i, pids in enumerate(per_member):
@@ -191,7 +181,7 @@ class _Claims:
         self.owned = [sorted({pid for pid in pids if winner[pid] == i}) for i, pids in enumerate(per_member)]
 
 
-def _deal(parts: list[int], needs: list[tuple[int, int]], out: list[list[int]]) -> None:
+def _deal(parts: Sequence[_T], needs: list[tuple[int, int]], out: list[list[_T]]) -> None:
     """Deal ``parts`` round-robin to members (in the given order) until each has received its need.
 
     Done in phases with a constant set of takers, one slice per taker per phase, rather than one
@@ -205,12 +195,23 @@ def _deal(parts: list[int], needs: list[tuple[int, int]], out: list[list[int]]) 
         width = len(active)
         block = parts[pos : pos + width * rounds]
         for k, (i, _) in enumerate(active):
-            out[i].extend(block[k::width])
+            out[i] += block[k::width]
         pos += width * rounds
         done += rounds
         active = [(i, n) for i, n in active if n > done]
     if pos != len(parts):
         raise AssertionError("sticky assignor dealt a different number of partitions than it had")
+
+
+def _fresh(size: int, layout: _Layout) -> list[list[TopicPartition]]:
+    """Equal subscriptions, nothing owned, no racks: what ``_constrained`` deals, on the partitions
+    themselves. Member ``k`` gets partitions k, k+size, ... (the first P mod size one more), already in
+    order, so no id list, sort or lookup is needed: one slice per member."""
+    min_q, extra = divmod(layout.total, size)
+    needs = [(i, min_q + (1 if i < extra else 0)) for i in range(size)]
+    out: list[list[TopicPartition]] = [[] for _ in range(size)]
+    _deal(layout.partitions(), needs, out)
+    return out
 
 
 def _constrained(
@@ -248,8 +249,9 @@ def _constrained(
     kept_len = [len(parts) for parts in out]
 
     if kept:
-        taken = set(kept)
-        free = [pid for pid in range(total) if pid not in taken]
+        # Every kept partition is a claim: when as many were kept as claimed, they are the claims.
+        taken = claims.claimed if len(kept) == len(claims.claimed) else set(kept)
+        free = list(filterfalse(taken.__contains__, range(total)))
     else:
         free = list(range(total))
 
@@ -510,7 +512,11 @@ class _StickyBase(Assignor):
 
     cooperative = False
 
-    def member_data(self, member: Member) -> StickyMemberData:
+    def read_claims(
+        self, ordered: list[Member], subs: list[frozenset[str]], layout: _Layout
+    ) -> tuple[list[list[int]], list[int | None], list[int]]:
+        """Each member's claims (partition ids of subscribed topics), generation, and the claims to
+        live topics their claimants no longer subscribe to (cooperative only)."""
         raise NotImplementedError
 
     def assign(self, members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> GroupAssignment:
@@ -519,16 +525,18 @@ class _StickyBase(Assignor):
             return {}
         counts = live_topics(ordered, topics)
         layout = _Layout(counts)
-        subs = [m.topics.intersection(counts) for m in ordered]
+        subs = _live_subscriptions(ordered, counts)
         racks = _Racks(ordered, layout, topics)
-        claims = _Claims(
-            [self.member_data(m) for m in ordered], subs, layout, with_unsubscribed=self.cooperative
-        )
+        claims = _Claims(*self.read_claims(ordered, subs, layout))
 
         kept_len = [0] * len(ordered)
+        first = subs[0]
         if layout.total == 0:
             result: list[list[int]] = [[] for _ in ordered]
-        elif all(s == subs[0] for s in subs):
+        elif all(s is first or s == first for s in subs):
+            if not claims.any_claims and not racks.enabled:
+                fresh = _fresh(len(ordered), layout)
+                return {m.member_id: MemberAssignment(fresh[i]) for i, m in enumerate(ordered)}
             result, kept_len = _constrained(len(ordered), layout, claims, racks)
         else:
             result = _general(ordered, subs, layout, claims, racks)
@@ -536,11 +544,23 @@ class _StickyBase(Assignor):
         if self.cooperative and claims.any_claims:
             _withhold_transfers(result, kept_len, claims)
 
-        tps = layout.partitions()
-        pick = tps.__getitem__
+        pick = layout.partitions().__getitem__
         return {
             m.member_id: MemberAssignment(list(map(pick, sorted(result[i])))) for i, m in enumerate(ordered)
         }
+
+
+def _live_subscriptions(ordered: list[Member], counts: dict[str, int]) -> list[frozenset[str]]:
+    """Each member's subscribed topics that exist. Members of a group mostly subscribe alike, so each
+    distinct subscription is intersected once (and equal ones share one object)."""
+    seen: dict[frozenset[str], frozenset[str]] = {}
+    out: list[frozenset[str]] = []
+    for m in ordered:
+        live = seen.get(m.topics)
+        if live is None:
+            live = seen[m.topics] = m.topics.intersection(counts)
+        out.append(live)
+    return out
 
 
 def _withhold_transfers(result: list[list[int]], kept_len: list[int], claims: _Claims) -> None:
@@ -570,11 +590,26 @@ class StickyAssignor(_StickyBase):
         self._generation = NO_GENERATION
         self._topic_names: dict[bytes, str] = {}  # decoded-name cache for userData; no effect on results
 
-    def member_data(self, member: Member) -> StickyMemberData:
+    def read_claims(
+        self, ordered: list[Member], subs: list[frozenset[str]], layout: _Layout
+    ) -> tuple[list[list[int]], list[int | None], list[int]]:
         # Eager members revoke everything before joining, so Java reads ownership from userData only.
-        if len(self._topic_names) > 100_000:
-            self._topic_names.clear()
-        return decode_sticky_user_data(member.user_data, self._topic_names)
+        offset, counts = layout.offset, layout.counts
+        tables: dict[int, PartitionIds] = {}  # per distinct subscription: topic bytes -> (base, count)
+        per_member: list[list[int]] = []
+        generations: list[int | None] = []
+        for m, sub in zip(ordered, subs, strict=True):
+            ids = tables.get(id(sub))
+            if ids is None:
+                ids = tables[id(sub)] = {}
+
+            def resolve(topic: str, sub: frozenset[str] = sub) -> tuple[int, int] | None:
+                return (offset[topic], counts[topic]) if topic in sub else None
+
+            pids, generation = decode_sticky_user_data_ids(m.user_data, ids, resolve)
+            per_member.append(pids)
+            generations.append(generation)
+        return per_member, generations, []
 
     def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
         self._assigned = list(assignment.partitions)
@@ -596,10 +631,24 @@ class CooperativeStickyAssignor(_StickyBase):
     def __init__(self) -> None:
         self._generation = NO_GENERATION
 
-    def member_data(self, member: Member) -> StickyMemberData:
-        if member.generation >= 0:
-            return StickyMemberData(member.owned_partitions, member.generation)
-        return StickyMemberData(member.owned_partitions, decode_cooperative_user_data(member.user_data))
+    def read_claims(
+        self, ordered: list[Member], subs: list[frozenset[str]], layout: _Layout
+    ) -> tuple[list[list[int]], list[int | None], list[int]]:
+        offset, counts = layout.offset, layout.counts
+        per_member: list[list[int]] = []
+        generations: list[int | None] = []
+        unsubscribed: list[int] = []
+        for m, sub in zip(ordered, subs, strict=True):
+            owned = m.owned_partitions
+            per_member.append([offset[t] + p for t, p in owned if t in sub and 0 <= p < counts[t]])
+            if len(sub) != len(offset):  # it does not subscribe to every live topic
+                unsubscribed += [
+                    offset[t] + p for t, p in owned if t not in sub and t in offset and 0 <= p < counts[t]
+                ]
+            generations.append(
+                m.generation if m.generation >= 0 else decode_cooperative_user_data(m.user_data)
+            )
+        return per_member, generations, unsubscribed
 
     def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
         self._generation = generation

@@ -29,7 +29,7 @@ from pathlib import Path
 import msgspec
 
 from benchmarks.common import RESULTS, Environment, Spread, environment, spread, write_json
-from staticconsumer.bounce import MODES, BounceResult, BounceSettings, bounce
+from staticconsumer.bounce import MODES, TIMELINE, BounceResult, BounceSettings, bounce
 from staticconsumer.testing import EmbeddedKafka
 from staticconsumer.testing.broker import create_topics
 
@@ -44,6 +44,9 @@ class RestartFigures(msgspec.Struct):
     seconds_away: float
     """Old process asked to stop -> new one assigned; below the session timeout."""
     revoked_from_others: int
+    timeline: dict[str, float] = msgspec.field(default_factory=dict)
+    """Seconds from spawn to each step the new process reported (``staticconsumer.bounce.TIMELINE``);
+    empty in results measured before the timeline existed."""
 
 
 class Repeat(msgspec.Struct):
@@ -71,6 +74,8 @@ class ModeResult(msgspec.Struct):
     unowned_partition_seconds: Spread | None
     """Per repeat."""
     max_seconds_away: float | None
+    timeline: dict[str, Spread] | None = None
+    """Per timeline step, over every restart that reported it: seconds from spawn."""
 
 
 class Target(msgspec.Struct):
@@ -106,6 +111,9 @@ def summarise(mode: str, repeats: list[Repeat]) -> ModeResult:
     done = [r for r in repeats if r.error is None]
     restarts = [s.seconds_to_first_record for r in done for s in r.restarts]
     away = [s.seconds_away for r in done for s in r.restarts]
+    steps = {
+        step: [s.timeline[step] for r in done for s in r.restarts if step in s.timeline] for step in TIMELINE
+    }
     return ModeResult(
         mode,
         repeats,
@@ -115,6 +123,7 @@ def summarise(mode: str, repeats: list[Repeat]) -> ModeResult:
         spread(restarts) if restarts else None,
         spread([r.unowned_partition_seconds for r in done]) if done else None,
         max(away) if away else None,
+        {step: spread(values) for step, values in steps.items() if values} or None,
     )
 
 
@@ -232,6 +241,7 @@ def to_repeat(repeat: int, outcome: BounceResult) -> Repeat:
                 r.seconds_to_assigned,
                 r.seconds_away,
                 r.revoked_from_others,
+                r.timeline,
             )
             for r in outcome.restarts
         ],
@@ -318,6 +328,67 @@ def plot(report: Report, path: Path) -> bool:
     return True
 
 
+STEP_LABELS = {
+    "imported": "client imported",
+    "started": "client started",
+    "coordinator": "coordinator found",
+    "joined": "joined",
+    "synced": "synced",
+    "offsets": "offsets fetched",
+    "first_record": "first record",
+}
+
+
+def plot_timeline(report: Report, path: Path) -> bool:
+    """Where each restart's time goes: per group size, one row per mode, the median seconds from the
+    new process's spawn to each step (bars: p25-p75). False without matplotlib or timeline data."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sizes = [s for s in sorted(report.sizes, key=lambda s: s.members) if any(m.timeline for m in s.modes)]
+    if not sizes:
+        return False
+    figure, axes = plt.subplots(len(sizes), 1, figsize=(12, 1.2 + 1.9 * len(sizes)), squeeze=False)
+    markers = "o^sDvP*"
+    for axis, size in zip(axes[:, 0], sizes, strict=True):
+        modes = [m for m in size.modes if m.timeline]
+        for row, mode in enumerate(modes):
+            steps = mode.timeline or {}
+            end = steps.get("first_record")
+            if end is not None:
+                axis.plot([0, end.median], [row, row], color="0.8", linewidth=6, zorder=1)
+            for k, step in enumerate(TIMELINE):
+                spot = steps.get(step)
+                if spot is None:
+                    continue
+                axis.errorbar(
+                    spot.median,
+                    row,
+                    xerr=[[spot.median - spot.p25], [spot.p75 - spot.median]],
+                    fmt=markers[k % len(markers)],
+                    color=f"C{k}",
+                    markersize=7,
+                    capsize=2,
+                    zorder=2,
+                    label=STEP_LABELS[step] if row == 0 else None,
+                )
+        axis.set_yticks(range(len(modes)))
+        axis.set_yticklabels([m.mode for m in modes], fontsize=8)
+        axis.invert_yaxis()
+        axis.set_xlim(left=0)
+        axis.grid(axis="x", alpha=0.3)
+        axis.set_title(f"N = {size.members}: seconds from spawn (median, p25-p75)", fontsize=9)
+    axes[0, 0].legend(fontsize=7, ncol=len(TIMELINE), loc="lower center", bbox_to_anchor=(0.5, 1.12))
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return True
+
+
 def _done(result: ModeResult) -> list[Repeat]:
     return [r for r in result.repeats if r.error is None]
 
@@ -346,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         report = Report(NAME, sorted(sizes, key=lambda s: s.members))
         path = write_json(report, NAME)
         plot(report, path.with_suffix(".png"))
+        plot_timeline(report, path.with_name(f"{NAME}_timeline.png"))
         return path
 
     with EmbeddedKafka(args.kafka_version) as kafka:

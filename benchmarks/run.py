@@ -310,25 +310,10 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
                 ]
             )
         out += _table(["mode", "completed", "rebalances", "revoked", "restart", "unowned", "away"], rows)
-        out += [
-            "Where a restart's time goes (medians over every restart, seconds from the new process's start): "
-            "**started**, the client's start() returned (interpreter or JVM start and imports; aiokafka's "
-            "start() also waits for its first assignment, Java reports before its first poll); "
-            "**assigned**, its first assignment; **first record**.",
-            "",
-        ]
-        phases = []
-        for mode in size.modes:
-            restarts = [r for repeat in mode.repeats if repeat.error is None for r in repeat.restarts]
-            if restarts:
-                phases.append(
-                    [f"`{mode.mode}`"]
-                    + [
-                        _n(statistics.median(getattr(r, field) for r in restarts))
-                        for field in ("seconds_to_started", "seconds_to_assigned", "seconds_to_first_record")
-                    ]
-                )
-        out += _table(["mode", "started", "assigned", "first record"], phases)
+        if any(mode.timeline for mode in size.modes):
+            out += _timeline(size)
+        else:
+            out += _phases(size)
         failures = [
             f"{m.mode} repeat {r.repeat + 1}: {r.error}" for m in size.modes for r in m.repeats if r.error
         ]
@@ -338,6 +323,7 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
         out += [f"- {'met' if t.met else '**not met**'}: {t.target} ({t.detail})" for t in size.targets]
         out += [""]
     out += _figure("rolling_bounce", figures, "rolling bounce: boxes per mode and group size")
+    out += _figure("rolling_bounce_timeline", figures, "rolling bounce: each restart's steps per mode")
     out += [
         "Reading it: a static member that comes back within the session timeout is replaced in place, so "
         "nobody else is revoked and the generation does not move. The unowned column is the other side of "
@@ -349,6 +335,67 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
         "",
     ]
     return out
+
+
+def _phases(size: Any) -> list[str]:
+    """Results measured before the per-step timeline: started, assigned, first record."""
+    out = [
+        "Where a restart's time goes (medians over every restart, seconds from the new process's start): "
+        "**started**, the client's start() returned (interpreter or JVM start and imports; aiokafka's "
+        "start() also waits for its first assignment, Java reports before its first poll); "
+        "**assigned**, its first assignment; **first record**.",
+        "",
+    ]
+    phases = []
+    for mode in size.modes:
+        restarts = [r for repeat in mode.repeats if repeat.error is None for r in repeat.restarts]
+        if restarts:
+            phases.append(
+                [f"`{mode.mode}`"]
+                + [
+                    _n(statistics.median(getattr(r, field) for r in restarts))
+                    for field in ("seconds_to_started", "seconds_to_assigned", "seconds_to_first_record")
+                ]
+            )
+    return out + _table(["mode", "started", "assigned", "first record"], phases)
+
+
+TIMELINE_COLUMNS = (
+    ("imported", "imported"),
+    ("started", "started"),
+    ("coordinator", "coordinator"),
+    ("joined", "joined"),
+    ("synced", "synced"),
+    ("offsets", "offsets"),
+    ("first_record", "first record"),
+)
+
+
+def _timeline(size: Any) -> list[str]:
+    """Where a restart's time goes, step by step, as each client reported it."""
+    rows = []
+    for mode in size.modes:
+        if mode.timeline:
+            steps = mode.timeline
+            rows.append(
+                [f"`{mode.mode}`"]
+                + [_n(steps[step].median) if step in steps else "-" for step, _ in TIMELINE_COLUMNS]
+            )
+    return [
+        "Where a restart's time goes, step by step (medians over every restart, seconds from the new "
+        "process's spawn): **imported**, its client imported (Python: `import staticconsumer` or `import "
+        "aiokafka`, each member importing only its own client; Java: JVM start and the KafkaConsumer class "
+        "loaded); **started**, the client's start() returned (Java: constructed, before its first poll); "
+        "**coordinator**, the group coordinator found; **joined**, JoinGroup answered with a generation; "
+        "**synced**, SyncGroup answered; **offsets**, the committed offsets of its partitions known; "
+        "**first record**. Each client reports its steps through its own hooks: staticconsumer through a "
+        "`MembershipObserver` (`observers=`; offsets: its `on_partitions_assigned`, run once the "
+        "OffsetFetch answer is in), aiokafka and Java through their own log records (see "
+        "`staticconsumer/_bounce_member.py` and the oracle's PeerConsumer). A step a client does before "
+        "start() returns can come before started.",
+        "",
+        *_table(["mode", *(label for _, label in TIMELINE_COLUMNS)], rows),
+    ]
 
 
 def _leader_restart_growth(report: Any, figures: set[str]) -> list[str]:

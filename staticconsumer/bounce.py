@@ -3,25 +3,25 @@
 A Kubernetes rolling update restarts every pod of a StatefulSet in turn. Whether the group notices is
 the point of static membership, so this module measures it the same way for every client: each member
 runs in its own process and prints the same JSON-line events (``e``: started, assigned, revoked, lost,
-first_record, stopped; ``t``: wall clock), and the orchestrator folds them into figures. The demo and
-``benchmarks/rolling_bounce.py`` both drive it.
+first_record, stopped, and the restart timeline steps; ``t``: wall clock), and the orchestrator folds
+them into figures. ``benchmarks/rolling_bounce.py`` drives it.
 
 Modes: ``staticconsumer-static``, ``staticconsumer-dynamic``, ``aiokafka-static`` (aiokafka 0.14 with
 ``group_instance_id``), ``aiokafka-dynamic`` and ``java-static`` (Kafka's own KafkaConsumer with
 ``group.instance.id``, from the Java oracle module). Every mode uses the eager range assignor, so
 they differ only in membership.
 
-Member process: ``python -m staticconsumer.bounce member --client staticconsumer --bootstrap ...
---topic ... --group ... [--instance ...]``.
+Member processes import only their own client: the Python ones run ``staticconsumer/_bounce_member.py``
+by path (so an aiokafka member never imports ``staticconsumer``), the Java one is the oracle module's
+PeerConsumer. Each reports the steps of its restart (:data:`TIMELINE`) through its client's own hooks.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
-import logging
+import os
 import signal
 import statistics
 import subprocess
@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 Event = dict[str, Any]
@@ -81,105 +82,12 @@ class BounceSettings:
         return self.members * self.partitions_per_member
 
 
-# -- one member process (Python clients) ---------------------------------------------------------
+TIMELINE = ("imported", "started", "coordinator", "joined", "synced", "offsets", "first_record")
+"""A restart's steps, each reported once by the new member process (seconds from its spawn):
+client imported (JVM: KafkaConsumer class loaded), client started, group coordinator found, JoinGroup
+answered with a generation, SyncGroup answered, committed offsets known, first record consumed."""
 
-
-def _say(event: str, **fields: Any) -> None:
-    print(json.dumps({"e": event, "t": time.time(), **fields}), flush=True)
-
-
-def _names(partitions: Iterable[Any]) -> list[list[Any]]:
-    return sorted([tp.topic, tp.partition] for tp in partitions)
-
-
-async def _run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) -> None:
-    from staticconsumer.consumer import ConsumerRebalanceListener, StaticConsumer
-
-    holder: list[StaticConsumer] = []
-
-    class Reporter(ConsumerRebalanceListener):
-        def on_partitions_assigned(self, assigned: frozenset[Any]) -> None:
-            _say("assigned", partitions=_names(assigned), n=len(assigned), gen=holder[0].generation)
-
-        def on_partitions_revoked(self, revoked: frozenset[Any]) -> None:
-            _say("revoked", partitions=_names(revoked), n=len(revoked))
-
-        def on_partitions_lost(self, lost: frozenset[Any]) -> None:
-            _say("lost", partitions=_names(lost), n=len(lost))
-
-    consumer = StaticConsumer(
-        args.topic,
-        bootstrap_servers=args.bootstrap,
-        group_id=args.group,
-        group_instance_id=args.instance,
-        session_timeout_ms=args.session_ms,
-        heartbeat_interval_ms=args.heartbeat_ms,
-        assignors=("range",),
-        auto_commit_interval_ms=1000,
-        auto_offset_reset="latest",
-        listener=Reporter(),
-    )
-    holder.append(consumer)
-    await consumer.start()
-    _say("started")
-    await _consume(lambda: consumer.getmany(timeout_ms=200), lambda: consumer.generation, stopping)
-    await consumer.stop()
-
-
-async def _run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> None:
-    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
-    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=args.bootstrap,
-        group_id=args.group,
-        group_instance_id=args.instance,
-        session_timeout_ms=args.session_ms,
-        heartbeat_interval_ms=args.heartbeat_ms,
-        partition_assignment_strategy=(RangePartitionAssignor,),
-        auto_commit_interval_ms=1000,
-        auto_offset_reset="latest",
-    )
-
-    def generation() -> int:
-        # aiokafka has no public generation; its coordinator holds it.
-        coordinator = getattr(consumer, "_coordinator", None)
-        return int(getattr(coordinator, "generation", -1)) if coordinator is not None else -1
-
-    class Reporter(ConsumerRebalanceListener):  # type: ignore[misc]
-        async def on_partitions_revoked(self, revoked: Any) -> None:
-            _say("revoked", partitions=_names(revoked), n=len(revoked))
-
-        async def on_partitions_assigned(self, assigned: Any) -> None:
-            _say("assigned", partitions=_names(assigned), n=len(assigned), gen=generation())
-
-    consumer.subscribe([args.topic], listener=Reporter())
-    await consumer.start()
-    _say("started")
-    await _consume(lambda: consumer.getmany(timeout_ms=200), generation, stopping)
-    await consumer.stop()
-
-
-async def _consume(poll: Callable[[], Any], generation: Callable[[], int], stopping: asyncio.Event) -> None:
-    first = True
-    while not stopping.is_set():
-        batch = await poll()
-        if first and batch:
-            first = False
-            _say("first_record", gen=generation())
-
-
-async def run_member(args: argparse.Namespace) -> int:
-    """Consume until SIGTERM, then stop the way a pod does (a static member sends no LeaveGroup)."""
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    stopping = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
-    if args.client == "staticconsumer":
-        await _run_staticconsumer(args, stopping)
-    else:
-        await _run_aiokafka(args, stopping)
-    _say("stopped")
-    return 0
+MEMBER_SCRIPT = Path(__file__).with_name("_bounce_member.py")
 
 
 # -- members as seen by the orchestrator ----------------------------------------------------------
@@ -231,9 +139,7 @@ def _python_member(
 ) -> Member:
     command = [
         sys.executable,
-        "-m",
-        "staticconsumer.bounce",
-        "member",
+        str(MEMBER_SCRIPT),  # by path: no import of the staticconsumer package around the member
         f"--client={mode.client}",
         f"--bootstrap={bootstrap}",
         f"--topic={topic}",
@@ -243,8 +149,11 @@ def _python_member(
     ]
     if mode.static:
         command.append(f"--instance=member-{index}")
+    # The checkout this module comes from, for the staticconsumer member (aiokafka's imports nothing from it).
+    path = [str(MEMBER_SCRIPT.parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     spawned_at = time.time()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     events: list[Event] = []
 
     def read() -> None:
@@ -281,6 +190,7 @@ def _java_member(mode: Mode, index: int, bootstrap: str, topic: str, group: str,
         "heartbeat_ms": s.heartbeat_ms,
         "auto_offset_reset": "latest",
         "commit": "auto",
+        "timeline": "true",
     }
     if mode.static:
         options["instance"] = f"member-{index}"
@@ -319,6 +229,8 @@ class Restart:
     session timeout, or the broker removes the static member and the group rebalances anyway."""
     revoked_from_others: int
     """Partitions revoked from or lost by members that were not restarting, during this restart."""
+    timeline: dict[str, float] = field(default_factory=dict)
+    """Seconds from spawn to each :data:`TIMELINE` step the new process reported."""
 
 
 @dataclass
@@ -505,6 +417,7 @@ async def bounce(
                     float(assigned["t"]) - new.spawned_at,
                     float(assigned["t"]) - stopped_at,
                     revoked,
+                    timeline(new),
                 )
             )
             say(f"  {mode.name} restart {index}: first record {seconds:.2f}s, {revoked} revoked from others")
@@ -521,27 +434,15 @@ async def bounce(
         await asyncio.gather(*(stop(m) for m in members if m.stop_requested_at is None))
 
 
+def timeline(member: Member) -> dict[str, float]:
+    """Seconds from the member's spawn to each timeline step it reported (its first of each)."""
+    steps: dict[str, float] = {}
+    for step in TIMELINE:
+        event = member.first(step)
+        if event is not None:
+            steps[step] = float(event["t"]) - member.spawned_at
+    return steps
+
+
 def _generations(members: Iterable[Member]) -> set[int]:
     return {int(e["gen"]) for m in members for e in list(m.events) if e["e"] == "assigned"}
-
-
-# -- command line ---------------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m staticconsumer.bounce")
-    commands = parser.add_subparsers(dest="command", required=True)
-    member = commands.add_parser("member", help="one member process (Python clients), JSON lines on stdout")
-    member.add_argument("--client", choices=("staticconsumer", "aiokafka"), required=True)
-    member.add_argument("--bootstrap", required=True)
-    member.add_argument("--topic", required=True)
-    member.add_argument("--group", required=True)
-    member.add_argument("--instance", default=None, help="group.instance.id; omit for a dynamic member")
-    member.add_argument("--session-ms", type=int, default=10_000)
-    member.add_argument("--heartbeat-ms", type=int, default=1_000)
-    args = parser.parse_args(argv)
-    return asyncio.run(run_member(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

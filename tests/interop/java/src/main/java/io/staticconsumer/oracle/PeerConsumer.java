@@ -27,11 +27,19 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Arguments: key=value pairs: bootstrap, group, topics (comma-separated), instance (optional), assignor
  * (range|roundrobin|sticky|cooperative-sticky), session_ms, heartbeat_ms, metadata_max_age_ms,
  * auto_offset_reset, commit (auto|sync), protocol (classic|consumer, default classic), remote_assignor
- * (uniform|range, consumer protocol only; unset: the broker's default).
+ * (uniform|range, consumer protocol only; unset: the broker's default), timeline (true: also report
+ * the restart timeline).
  *
  * With protocol=consumer (KIP-848) the broker assigns partitions and owns the session timeout and the
  * heartbeat interval, and Java refuses those client settings, so assignor, session_ms and heartbeat_ms are
  * ignored; the "gen" it reports is then the member epoch.
+ *
+ * <p>The timeline (for the rolling-bounce benchmark): "imported" once the KafkaConsumer class is
+ * loaded and initialised, then "coordinator", "joined", "synced" and "offsets" the first time
+ * kafka-clients logs, at INFO, that it discovered the group coordinator, joined, synced, and set a
+ * partition's position from its committed offset (or reset it). The KafkaConsumer has no public hook
+ * for these steps; its own log records are read as they are written (slf4j-simple on stderr,
+ * intercepted in this process), so the timestamps are those of the client's own code paths.
  */
 public final class PeerConsumer {
     private static final PrintStream OUT =
@@ -67,11 +75,53 @@ public final class PeerConsumer {
         }
     }
 
+    /** kafka-clients' INFO messages that mark each timeline step (their start, as logged). */
+    private static final String[][] TIMELINE = {
+        {"Discovered group coordinator", "coordinator"},
+        {"Successfully joined group with generation", "joined"},
+        {"Successfully synced group in generation", "synced"},
+        {"to the committed offset", "offsets"},
+        {"Resetting offset for partition", "offsets"},
+    };
+
+    /** Reads the client's log lines as slf4j-simple writes them and reports each step once. */
+    private static final class TimelineStream extends java.io.OutputStream {
+        private final java.io.ByteArrayOutputStream line = new java.io.ByteArrayOutputStream();
+        private final java.util.Set<String> seen = new java.util.HashSet<>();
+
+        @Override
+        public synchronized void write(int b) {
+            if (b == '\n') {
+                String text = line.toString(StandardCharsets.UTF_8);
+                line.reset();
+                for (String[] step : TIMELINE) {
+                    if (text.contains(step[0]) && seen.add(step[1])) {
+                        say(step[1], "");
+                    }
+                }
+            } else {
+                line.write(b);
+            }
+        }
+    }
+
+    private static void startTimeline() throws ClassNotFoundException {
+        // Before any logger exists: slf4j-simple reads its configuration once, at the first logger.
+        System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals", "info");
+        System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+        System.setErr(new PrintStream(new TimelineStream(), true, StandardCharsets.UTF_8));
+        Class.forName("org.apache.kafka.clients.consumer.KafkaConsumer", true, PeerConsumer.class.getClassLoader());
+        say("imported", "");
+    }
+
     public static void main(String[] args) throws Exception {
         Properties options = new Properties();
         for (String arg : args) {
             int eq = arg.indexOf('=');
             options.setProperty(arg.substring(0, eq), arg.substring(eq + 1));
+        }
+        if ("true".equals(options.getProperty("timeline"))) {
+            startTimeline();
         }
         Properties config = new Properties();
         config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, options.getProperty("bootstrap"));

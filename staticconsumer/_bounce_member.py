@@ -1,0 +1,273 @@
+"""One member process of the rolling bounce (``staticconsumer.bounce``), for either Python client.
+
+Run it by path, never with ``-m``: ``python .../staticconsumer/_bounce_member.py --client aiokafka ...``.
+Run by path, Python does not import the ``staticconsumer`` package around it, so each member pays
+only its own client's imports (``import aiokafka`` for aiokafka, ``import staticconsumer`` for ours),
+as an application using that client would. Its own imports are the standard library only, the same
+for both clients.
+
+It prints JSON lines (``e``: event, ``t``: wall clock) that the orchestrator folds into figures:
+``imported``, ``started``, ``assigned``, ``revoked``, ``lost``, ``first_record``, ``stopped``, and the
+restart timeline: ``coordinator`` (coordinator found), ``joined`` (JoinGroup answered with a
+generation), ``synced`` (SyncGroup answered), ``offsets`` (committed offsets of the first assignment
+known, the consumer can fetch). Each client reports them through what it offers:
+
+* staticconsumer: a ``MembershipObserver`` passed as ``observers=`` sees every membership event; the
+  first successful FindCoordinator, JoinGroup and SyncGroup responses are the steps. ``offsets`` is
+  the first ``on_partitions_assigned``, which StaticConsumer runs once the OffsetFetch answer is in.
+* aiokafka 0.14 has no hook for these: its own log records are the hook (a ``logging.Handler`` on
+  ``aiokafka.consumer.group_coordinator``: "Discovered coordinator", "Joined group", "Successfully
+  synced group"; and on ``aiokafka.consumer.fetcher`` at DEBUG until the first record: the first
+  "Resetting offset ... to the committed offset" or "No committed offset found", written once the
+  OffsetFetch answer is applied). Records are matched on their format string, never formatted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+def say(event: str, **fields: Any) -> None:
+    print(json.dumps({"e": event, "t": time.time(), **fields}), flush=True)
+
+
+class Steps:
+    """Says each timeline step once, the first time it happens."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def once(self, step: str) -> None:
+        if step not in self.seen:
+            self.seen.add(step)
+            say(step)
+
+
+def _names(partitions: Iterable[Any]) -> list[list[Any]]:
+    return sorted([tp.topic, tp.partition] for tp in partitions)
+
+
+async def _consume(
+    poll: Callable[[], Any], generation: Callable[[], int], stopping: asyncio.Event, first: Callable[[], None]
+) -> None:
+    waiting = True
+    while not stopping.is_set():
+        batch = await poll()
+        if waiting and batch:
+            waiting = False
+            say("first_record", gen=generation())
+            first()
+
+
+# -- staticconsumer ------------------------------------------------------------------------------
+
+OBSERVED_STEPS = {
+    "FindCoordinatorResponse": "coordinator",
+    "JoinGroupResponse": "joined",
+    "SyncGroupResponse": "synced",
+}
+"""Membership events whose first success (error code 0) is a timeline step."""
+
+
+OBSERVED_STEPS = {
+    "FindCoordinatorResponse": "coordinator",
+    "JoinGroupResponse": "joined",
+    "SyncGroupResponse": "synced",
+}
+"""Membership events whose first success (error code 0) is a timeline step."""
+
+
+async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) -> None:
+    from staticconsumer import ConsumerRebalanceListener, StaticConsumer
+
+    say("imported")
+    steps = Steps()
+    holder: list[StaticConsumer] = []
+
+    class Timeline:
+        """A MembershipObserver: the first successful coordinator, join and sync responses."""
+
+        def observe(self, event: Any, produced: Any, view: Any) -> None:
+            step = OBSERVED_STEPS.get(type(event).__name__)
+            if step is not None and getattr(event, "error_code", None) == 0:
+                steps.once(step)
+
+    class Reporter(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, assigned: frozenset[Any]) -> None:
+            steps.once("offsets")  # StaticConsumer calls this once the committed offsets are fetched
+            _say_assigned(assigned, holder[0].generation)
+
+        def on_partitions_revoked(self, revoked: frozenset[Any]) -> None:
+            say("revoked", partitions=_names(revoked), n=len(revoked))
+
+        def on_partitions_lost(self, lost: frozenset[Any]) -> None:
+            say("lost", partitions=_names(lost), n=len(lost))
+
+    consumer = StaticConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        group_instance_id=args.instance,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        assignors=("range",),
+        auto_commit_interval_ms=1000,
+        auto_offset_reset="latest",
+        listener=Reporter(),
+        observers=[Timeline()],
+    )
+    holder.append(consumer)
+    await consumer.start()
+    say("started")
+    await _consume(
+        lambda: consumer.getmany(timeout_ms=200), lambda: consumer.generation, stopping, lambda: None
+    )
+    await consumer.stop()
+
+
+def _say_assigned(assigned: Iterable[Any], generation: int) -> None:
+    partitions = _names(assigned)
+    say("assigned", partitions=partitions, n=len(partitions), gen=generation)
+
+
+# -- aiokafka ------------------------------------------------------------------------------------
+
+
+class _LogSteps(logging.Handler):
+    """Timeline steps from aiokafka's own log records, matched on the unformatted message."""
+
+    def __init__(self, steps: Steps, by_message: dict[str, str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.steps = steps
+        self.by_message = by_message
+
+    def emit(self, record: logging.LogRecord) -> None:
+        step = self.by_message.get(str(record.msg))
+        if step is not None:
+            self.steps.once(step)
+
+
+AIOKAFKA_STEPS = {
+    "aiokafka.consumer.group_coordinator": (
+        logging.INFO,
+        {
+            "Discovered coordinator %s for group %s": "coordinator",
+            "Joined group '%s' (generation %s) with member_id %s": "joined",
+            "Successfully synced group %s with generation %s": "synced",
+        },
+    ),
+    "aiokafka.consumer.fetcher": (
+        logging.DEBUG,
+        {
+            "Resetting offset for partition %s to the committed offset %s": "offsets",
+            "No committed offset found for %s": "offsets",
+        },
+    ),
+}
+
+
+async def run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+    say("imported")
+    steps = Steps()
+    hooked = []
+    for name, (level, messages) in AIOKAFKA_STEPS.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.propagate = False
+        logger.addHandler(_LogSteps(steps, messages))
+        hooked.append(logger)
+
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        group_instance_id=args.instance,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        partition_assignment_strategy=(RangePartitionAssignor,),
+        auto_commit_interval_ms=1000,
+        auto_offset_reset="latest",
+    )
+
+    def generation() -> int:
+        # aiokafka has no public generation; its coordinator holds it.
+        coordinator = getattr(consumer, "_coordinator", None)
+        return int(getattr(coordinator, "generation", -1)) if coordinator is not None else -1
+
+    class Reporter(ConsumerRebalanceListener):  # type: ignore[misc]
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            say("revoked", partitions=_names(revoked), n=len(revoked))
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            _say_assigned(assigned, generation())
+
+    def quiet() -> None:
+        # The fetcher logs every fetch at DEBUG: once the first record is in, stop paying for it.
+        for logger in hooked:
+            logger.setLevel(logging.CRITICAL)
+
+    consumer.subscribe([args.topic], listener=Reporter())
+    await consumer.start()
+    say("started")
+    await _consume(lambda: consumer.getmany(timeout_ms=200), generation, stopping, quiet)
+    await consumer.stop()
+
+
+# -- the process ---------------------------------------------------------------------------------
+
+RUNNERS = {"staticconsumer": run_staticconsumer, "aiokafka": run_aiokafka}
+
+
+async def run_member(args: argparse.Namespace) -> int:
+    """Consume until SIGTERM, then stop the way a pod does (a static member sends no LeaveGroup)."""
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    stopping = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    await RUNNERS[args.client](args, stopping)
+    say("stopped")
+    return 0
+
+
+def imported_modules(client: str) -> list[str]:
+    """What a member of ``client`` has imported from this repository once its client is imported
+    (``--list-imports``; the benchmark's fairness test reads it)."""
+    if client == "staticconsumer":
+        import staticconsumer  # noqa: F401
+    else:
+        import aiokafka  # noqa: F401
+    return sorted(n for n in sys.modules if n.split(".")[0] in ("staticconsumer", "assignors"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="one rolling-bounce member process, JSON lines on stdout")
+    parser.add_argument("--client", choices=sorted(RUNNERS), required=True)
+    parser.add_argument(
+        "--list-imports", action="store_true", help="print this repository's modules imported"
+    )
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--topic")
+    parser.add_argument("--group")
+    parser.add_argument("--instance", default=None, help="group.instance.id; omit for a dynamic member")
+    parser.add_argument("--session-ms", type=int, default=10_000)
+    parser.add_argument("--heartbeat-ms", type=int, default=1_000)
+    args = parser.parse_args(argv)
+    if args.list_imports:
+        print(json.dumps(imported_modules(args.client)))
+        return 0
+    if not (args.bootstrap and args.topic and args.group):
+        parser.error("--bootstrap, --topic and --group are required")
+    return asyncio.run(run_member(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -140,6 +140,11 @@ def live_topics(members: Iterable[Member], topics: Mapping[str, TopicInfo]) -> d
     wanted: set[str] = set()
     for m in members:
         wanted.update(m.topics)
+    return partition_counts(wanted, topics)
+
+
+def partition_counts(wanted: Iterable[str], topics: Mapping[str, TopicInfo]) -> dict[str, int]:
+    """The partition counts of the ``wanted`` topics that exist and have partitions."""
     out: dict[str, int] = {}
     for t in wanted:
         info = topics.get(t)

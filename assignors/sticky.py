@@ -30,7 +30,7 @@ import heapq
 from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Collection, Mapping, Sequence
-from itertools import filterfalse, repeat
+from itertools import filterfalse, product
 from typing import ClassVar, TypeVar
 
 from .model import (
@@ -43,7 +43,7 @@ from .model import (
     TopicInfo,
     TopicPartition,
     java_key,
-    live_topics,
+    partition_counts,
     sorted_members,
     use_rack_aware,
 )
@@ -82,9 +82,23 @@ class _Layout:
         return (pid - self.starts[k], k)
 
     def partitions(self) -> list[TopicPartition]:
+        """Every partition as a ``(topic, partition)`` tuple, in id order.
+
+        The one place a million-partition assignment pays per partition: built in C by
+        ``itertools.product`` over runs of topics with equal counts, so the partition numbers are
+        created once per run rather than once per topic.
+        """
         out: list[TopicPartition] = []
+        run: list[str] = []
+        count = -1
         for t in self.topics:
-            out += zip(repeat(t, self.counts[t]), range(self.counts[t]), strict=True)
+            if self.counts[t] != count and run:
+                out += product(run, range(count))
+                run = []
+            count = self.counts[t]
+            run.append(t)
+        if run:
+            out += product(run, range(count))
         return out
 
 
@@ -193,10 +207,10 @@ def _deal(parts: Sequence[_T], needs: list[tuple[int, int]], out: list[list[_T]]
     while active:
         rounds = min(n for _, n in active) - done
         width = len(active)
-        block = parts[pos : pos + width * rounds]
+        end = pos + width * rounds
         for k, (i, _) in enumerate(active):
-            out[i] += block[k::width]
-        pos += width * rounds
+            out[i] += parts[pos + k : end : width]
+        pos = end
         done += rounds
         active = [(i, n) for i, n in active if n > done]
     if pos != len(parts):
@@ -205,12 +219,14 @@ def _deal(parts: Sequence[_T], needs: list[tuple[int, int]], out: list[list[_T]]
 
 def _fresh(size: int, layout: _Layout) -> list[list[TopicPartition]]:
     """Equal subscriptions, nothing owned, no racks: what ``_constrained`` deals, on the partitions
-    themselves. Member ``k`` gets partitions k, k+size, ... (the first P mod size one more), already in
-    order, so no id list, sort or lookup is needed: one slice per member."""
+    themselves. Member ``k`` gets partitions k, k+size, ... and the first P mod size members one more
+    (from the last round), already in order: one slice per member, no id list, sort or lookup."""
+    partitions = layout.partitions()
     min_q, extra = divmod(layout.total, size)
-    needs = [(i, min_q + (1 if i < extra else 0)) for i in range(size)]
-    out: list[list[TopicPartition]] = [[] for _ in range(size)]
-    _deal(layout.partitions(), needs, out)
+    full = size * min_q
+    out = [partitions[k:full:size] for k in range(size)]
+    for k in range(extra):
+        out[k].append(partitions[full + k])
     return out
 
 
@@ -523,9 +539,8 @@ class _StickyBase(Assignor):
         ordered = sorted_members(members)
         if not ordered:
             return {}
-        counts = live_topics(ordered, topics)
+        counts, subs = _live_subscriptions(ordered, topics)
         layout = _Layout(counts)
-        subs = _live_subscriptions(ordered, counts)
         racks = _Racks(ordered, layout, topics)
         claims = _Claims(*self.read_claims(ordered, subs, layout))
 
@@ -550,17 +565,17 @@ class _StickyBase(Assignor):
         }
 
 
-def _live_subscriptions(ordered: list[Member], counts: dict[str, int]) -> list[frozenset[str]]:
-    """Each member's subscribed topics that exist. Members of a group mostly subscribe alike, so each
-    distinct subscription is intersected once (and equal ones share one object)."""
-    seen: dict[frozenset[str], frozenset[str]] = {}
-    out: list[frozenset[str]] = []
-    for m in ordered:
-        live = seen.get(m.topics)
-        if live is None:
-            live = seen[m.topics] = m.topics.intersection(counts)
-        out.append(live)
-    return out
+def _live_subscriptions(
+    ordered: list[Member], topics: Mapping[str, TopicInfo]
+) -> tuple[dict[str, int], list[frozenset[str]]]:
+    """The subscribed topics that exist with their partition counts (``live_topics``), and each
+    member's subscribed topics that exist. Members of a group mostly subscribe alike, so the work is
+    done once per distinct subscription, and equal subscriptions share one object."""
+    distinct: dict[frozenset[str], frozenset[str]] = {}
+    canonical = [distinct.setdefault(m.topics, m.topics) for m in ordered]
+    counts = partition_counts(set().union(*distinct), topics)
+    live = {id(subscribed): subscribed.intersection(counts) for subscribed in distinct}
+    return counts, [live[id(subscribed)] for subscribed in canonical]
 
 
 def _withhold_transfers(result: list[list[int]], kept_len: list[int], claims: _Claims) -> None:

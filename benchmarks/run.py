@@ -49,7 +49,12 @@ class Benchmark:
 
 BENCHMARKS = (
     Benchmark("codec", "benchmarks.codec:Report", (), ("--repeats", "3", "--warmup", "1")),
-    Benchmark("assignors", "benchmarks.assignors:Results", (), ("--repeat", "1")),
+    Benchmark(
+        "assignors",
+        "benchmarks.assignors:Results",
+        ("--full", "--repeat", "5"),
+        ("--repeat", "1", "--repeat-small", "3", "--warmup", "1"),
+    ),
     Benchmark(
         "telemetry_overhead",
         "benchmarks.telemetry_overhead:Report",
@@ -516,6 +521,8 @@ def _codec(report: Any, figures: set[str]) -> list[str]:
 
 
 def _assignors(report: Any, figures: set[str]) -> list[str]:
+    if any(row.samples for row in report.rows):
+        return _assignors_paired(report, figures)
     cells: dict[tuple[str, str, int, int], dict[str, Any]] = {}
     for row in report.rows:
         key = (row.assignor, row.phase, row.members, row.partitions)
@@ -542,6 +549,73 @@ def _assignors(report: Any, figures: set[str]) -> list[str]:
         "member leaves. `benchmarks/assignors.py`.",
         "",
         *_table(["assignor", "phase", "size", "staticconsumer", "aiokafka", "java"], rows),
+        *_figure("assignors", figures, "assignors: time per assignment"),
+    ]
+
+
+IMPLEMENTATION_COLUMNS = ("staticconsumer", "aiokafka", "java")
+
+
+def _assignors_paired(report: Any, figures: set[str]) -> list[str]:
+    """Results with every sample, paired ratios and validity (interleaved runs)."""
+    cells: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    for row in report.rows:
+        cells.setdefault((row.assignor, row.phase, row.members, row.partitions), {})[row.implementation] = row
+
+    def cell(row: Any) -> str:
+        if row is None:
+            return "-"
+        if row.seconds is None:
+            return f"skipped ({row.skipped})" if row.skipped else "-"
+        ms = spread_ms(row.samples)
+        moved = f", moved {row.moved:,}" if row.moved is not None else ""
+        invalid = f" **invalid: {row.problem}**" if row.valid is False else ""
+        return f"{ms}{moved}{invalid}"
+
+    def spread_ms(samples: list[float]) -> str:
+        ordered = sorted(samples)
+        q = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else ordered * 3
+        return f"{_n(statistics.median(ordered) * 1000)} ms [{_n(q[0] * 1000)}-{_n(q[2] * 1000)}]"
+
+    def ratio(s: Any) -> str:
+        return "-" if s is None else f"{s.median:.2f} [{s.p25:.2f}-{s.p75:.2f}]"
+
+    rows = []
+    for (assignor, phase, members, partitions), impls in cells.items():
+        ours = impls.get("staticconsumer")
+        rows.append(
+            [assignor, phase, f"{members:,} x {partitions:,}"]
+            + [cell(impls.get(name)) for name in ("staticconsumer", "aiokafka", "java")]
+            + [ratio(ours.ratio_to_java if ours else None), ratio(ours.ratio_to_aiokafka if ours else None)]
+        )
+    checked = [r for r in report.rows if r.valid is not None]
+    valid = sum(1 for r in checked if r.valid)
+    env = report.environment
+    return [
+        "## Assignors",
+        "",
+        "Time to compute one assignment (members x partitions, every member subscribed to every topic), "
+        "ours against aiokafka 0.14 and Java's own assignors (kafka-clients' `assign`, timed inside the "
+        "JVM on inputs built there), with the partitions moved away from surviving owners after a "
+        f"member leaves. Method: {env.method}. Each cell is the median [p25-p75] of its samples; the "
+        "ratios are paired per repeat (ours / Java, ours / aiokafka in the same repeat), median "
+        f"[p25-p75]. Every assignment was checked complete and valid: {valid} of {len(checked)} rows "
+        f"passed. Java {env.java_version}, kafka-clients {env.kafka_clients_version}. "
+        "`benchmarks/assignors.py`.",
+        "",
+        *_table(
+            [
+                "assignor",
+                "phase",
+                "size",
+                "staticconsumer",
+                "aiokafka",
+                "java",
+                "ours / java",
+                "ours / aiokafka",
+            ],
+            rows,
+        ),
         *_figure("assignors", figures, "assignors: time per assignment"),
     ]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -67,6 +68,76 @@ async def _consume(
             first()
 
 
+# -- wire tracing (--trace, diagnostics only) ---------------------------------------------------
+
+API_NAMES = {
+    0: "Produce",
+    1: "Fetch",
+    2: "ListOffsets",
+    3: "Metadata",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    10: "FindCoordinator",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    18: "ApiVersions",
+}
+
+
+def trace_wire() -> None:
+    """Report every connection opened and every request with its round trip, for both clients.
+
+    Both send through aiokafka's connections (StaticConsumer's group requests too), so wrapping
+    ``AIOKafkaConnection.send`` and ``create_conn`` shows either client's requests the same way. This
+    patches aiokafka internals: it is for ``--trace`` diagnostics (benchmarks/join_trace.py), never
+    for the measured runs.
+    """
+    import aiokafka.client
+    import aiokafka.conn
+
+    connection = aiokafka.conn.AIOKafkaConnection
+    original_send = connection.send
+    original_create = aiokafka.conn.create_conn
+
+    def send(self: Any, request: Any, expect_response: bool = True) -> Any:
+        sent = time.time()
+        version: list[int] = []
+        prepare = request.prepare
+
+        def traced_prepare(versions: Any) -> Any:
+            prepared = prepare(versions)
+            version.append(int(prepared.API_VERSION))
+            return prepared
+
+        with contextlib.suppress(AttributeError):  # a request class with __slots__: no version then
+            request.prepare = traced_prepare
+        waiter = original_send(self, request, expect_response)
+        api = API_NAMES.get(int(request.API_KEY), str(request.API_KEY))
+
+        async def answered() -> Any:
+            try:
+                return await waiter
+            finally:
+                fields = {"api": api, "v": version[0] if version else None, "broker": f"{self._port}"}
+                say("wire", sent=sent, took=time.time() - sent, **fields)
+
+        return answered()
+
+    async def create_conn(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        began = time.time()
+        try:
+            return await original_create(host, port, *args, **kwargs)
+        finally:
+            say("connect", sent=began, took=time.time() - began, broker=str(port))
+
+    connection.send = send
+    aiokafka.conn.create_conn = create_conn
+    aiokafka.client.create_conn = create_conn
+
+
 # -- staticconsumer ------------------------------------------------------------------------------
 
 OBSERVED_STEPS = {
@@ -89,6 +160,8 @@ async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) 
     from staticconsumer import ConsumerRebalanceListener, StaticConsumer
 
     say("imported")
+    if args.trace:
+        trace_wire()
     steps = Steps()
     holder: list[StaticConsumer] = []
 
@@ -99,6 +172,14 @@ async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) 
             step = OBSERVED_STEPS.get(type(event).__name__)
             if step is not None and getattr(event, "error_code", None) == 0:
                 steps.once(step)
+            if args.trace and type(event).__name__ not in ("PollCalled", "Tick"):
+                actions = [type(a).__name__ for a in produced]
+                say(
+                    "event",
+                    name=type(event).__name__,
+                    code=getattr(event, "error_code", None),
+                    actions=actions,
+                )
 
     class Reporter(ConsumerRebalanceListener):
         def on_partitions_assigned(self, assigned: frozenset[Any]) -> None:
@@ -125,6 +206,7 @@ async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) 
         observers=[Timeline()],
     )
     holder.append(consumer)
+    say("starting")
     await consumer.start()
     say("started")
     await _consume(
@@ -179,6 +261,8 @@ async def run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> Non
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
     say("imported")
+    if args.trace:
+        trace_wire()
     steps = Steps()
     hooked = []
     for name, (level, messages) in AIOKAFKA_STEPS.items():
@@ -217,6 +301,7 @@ async def run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> Non
             logger.setLevel(logging.CRITICAL)
 
     consumer.subscribe([args.topic], listener=Reporter())
+    say("starting")
     await consumer.start()
     say("started")
     await _consume(lambda: consumer.getmany(timeout_ms=200), generation, stopping, quiet)
@@ -260,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instance", default=None, help="group.instance.id; omit for a dynamic member")
     parser.add_argument("--session-ms", type=int, default=10_000)
     parser.add_argument("--heartbeat-ms", type=int, default=1_000)
+    parser.add_argument(
+        "--trace", action="store_true", help="diagnostics: report every request (patches aiokafka)"
+    )
     args = parser.parse_args(argv)
     if args.list_imports:
         print(json.dumps(imported_modules(args.client)))

@@ -9,7 +9,12 @@ avoid) and an empty interpreter, interleaved, ``--runs`` fresh interpreters each
   for the modules ``import staticconsumer`` adds beyond ``import aiokafka``;
 * the constructor: seconds in ``StaticConsumer(...)`` and what it imports the first time.
 
-    .venv/bin/python -m benchmarks.import_weight [--runs 11] [--top 40] [--json out.json]
+    .venv/bin/python -m benchmarks.import_weight [--runs 11] [--top 40] [--bytecode cached|source]
+        [--json out.json]
+
+``--bytecode cached`` (the default) is what an installed package does; ``source`` is a checkout with
+``PYTHONDONTWRITEBYTECODE=1``, where this repository's modules are compiled at every start while
+aiokafka's come compiled from site-packages: compare the two before comparing imports.
 
 A diagnostic, not a page benchmark: it prints a report (and JSON with ``--json``).
 """
@@ -23,6 +28,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -43,12 +49,27 @@ CASES = {
 }
 
 
+def environment(bytecode: str) -> dict[str, str]:
+    """``cached``: compiled bytecode in a cache outside the checkout, as an installed package has;
+    ``source``: this repository compiled from source at every start (``PYTHONDONTWRITEBYTECODE=1``
+    in a checkout), while site-packages, aiokafka included, still come compiled."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    if bytecode == "cached":
+        env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "staticconsumer-import-weight-pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+ENV: dict[str, str] = dict(os.environ)
+
+
 def _run(code: str, importtime: bool) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds (user + system: less inflated than wall on a busy machine), stderr."""
     command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-c", code]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True, env=os.environ)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True, env=ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -71,7 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--top", type=int, default=40, help="modules listed, by median self time")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--bytecode",
+        choices=("cached", "source"),
+        default="cached",
+        help="cached: compiled bytecode as installed (default); source: compiled at every start",
+    )
     args = parser.parse_args(argv)
+    ENV.clear()
+    ENV.update(environment(args.bytecode))
+    for code in CASES.values():  # warm the bytecode cache (and the OS's file cache) untimed
+        _run(code, importtime=False)
 
     wall: dict[str, list[float]] = defaultdict(list)
     cpu: dict[str, list[float]] = defaultdict(list)
@@ -112,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     constructor_median = statistics.median(constructor) if constructor else None
     report = {
         "runs": args.runs,
+        "bytecode": args.bytecode,
         "python": sys.version.split()[0],
         "load_average": load,
         "wall_seconds_median": wall_median,
@@ -127,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         "constructor_seconds_median": constructor_median,
         "constructor_imports": sorted(constructor_imports),
     }
-    print(f"runs {args.runs}, load {load}")
+    print(f"runs {args.runs}, bytecode {args.bytecode}, load {load}")
     for case, seconds in wall_median.items():
         print(f"  python -c {case!r:18} {seconds * 1000:7.1f} ms wall, {cpu_median[case] * 1000:7.1f} ms cpu")
     print(

@@ -40,7 +40,9 @@ from staticconsumer.bounce import (
     _produce_steadily,
     _settled,
     _wait_for,
+    member_environment,
     unowned_partition_seconds,
+    warm_bytecode,
 )
 from staticconsumer.testing import EmbeddedKafka
 from staticconsumer.testing.broker import create_topics
@@ -60,7 +62,7 @@ def spawn(client: str, index: int, bootstrap: str, topic: str, group: str) -> Me
         "--heartbeat-ms=1000",
         "--trace",
     ]
-    env = {**os.environ, "PYTHONPATH": str(MEMBER_SCRIPT.parents[1])}
+    env = member_environment()
     spawned_at = time.time()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     events: list[Event] = []
@@ -198,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     runs: list[dict[str, Any]] = []
+    warm_bytecode()
     with EmbeddedKafka() as kafka:
         print(f"Kafka {kafka.version}, load {os.getloadavg()}", flush=True)
         for repeat in range(args.repeats):

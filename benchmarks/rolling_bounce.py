@@ -90,6 +90,8 @@ class Settings(msgspec.Struct):
     produce_per_second: int
     grace_seconds: float
     assignor: str
+    python_bytecode: str | None = None
+    """How Python members import their modules (absent in results from before it was recorded)."""
 
 
 class SizeResult(msgspec.Struct):
@@ -217,7 +219,14 @@ def size_result(
         sized.members,
         sized.partitions,
         rounds,
-        Settings(sized.session_ms, sized.heartbeat_ms, sized.produce_per_second, sized.grace, "range"),
+        Settings(
+            sized.session_ms,
+            sized.heartbeat_ms,
+            sized.produce_per_second,
+            sized.grace,
+            "range",
+            "compiled bytecode, cache warmed before the first start (as an installed package)",
+        ),
         env,
         list(summaries.values()),
         targets(sized.members, summaries),

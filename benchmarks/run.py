@@ -298,7 +298,8 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
             "",
             f"Session timeout {s.session_ms / 1000:.0f} s, heartbeat {s.heartbeat_ms / 1000:.0f} s, "
             f"{s.produce_per_second} records/s, {s.grace_seconds} s watched after each restart, "
-            f"assignor {s.assignor}, Kafka {size.environment.kafka_version}.",
+            f"assignor {s.assignor}, Kafka {size.environment.kafka_version}"
+            + (f"; Python members import {s.python_bytecode}." if s.python_bytecode else "."),
             "",
         ]
         rows = []

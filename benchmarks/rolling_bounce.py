@@ -6,13 +6,17 @@ the leader included, is restarted in turn, each back within the session timeout.
 group_instance_id, and Java's KafkaConsumer with group.instance.id. Per mode and repeat: rebalances
 (generations after the group first settled), partitions revoked from members that did not restart,
 each restart's seconds from process start to first record, and the partition-seconds owned by no
-live member during the bounce. Repeats are interleaved (the mode order rotates each repeat), so every
-mode sees the same machine conditions; results are medians with spread.
+live member during the bounce; and each restart's timeline, step by step (imported, started,
+coordinator found, joined, synced, offsets fetched, first record), each client reporting through its
+own hooks (``staticconsumer/_bounce_member.py``, the oracle's PeerConsumer). Every member imports only
+its own client, from compiled bytecode (``staticconsumer.bounce.BYTECODE_CACHE``). Repeats are
+interleaved (the mode order rotates each repeat), so every mode sees the same machine conditions;
+results are medians with spread.
 
 Run: .venv/bin/python -m benchmarks.rolling_bounce [--members 3 6 12] [--repeats 5] [--modes ...]
-Writes benchmarks/results/rolling_bounce.json (schema: ``Report``) and rolling_bounce.png (matplotlib,
-when installed) after every full round of modes, so a run cut short keeps its completed rounds. Sizes
-not run this time are kept from the existing file.
+Writes benchmarks/results/rolling_bounce.json (schema: ``Report``), rolling_bounce.png and
+rolling_bounce_timeline.png (matplotlib, when installed) after every full round of modes, so a run
+cut short keeps its completed rounds. Sizes not run this time are kept from the existing file.
 """
 
 from __future__ import annotations

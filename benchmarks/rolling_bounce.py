@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import statistics
 import sys
 import time
 import uuid
@@ -155,7 +156,38 @@ def targets(members: int, modes: dict[str, ModeResult]) -> list[Target]:
                 f"{ours.restart_seconds.median:.2f}s against Java {java.restart_seconds.median:.2f}s",
             )
         )
+    peer = modes.get("aiokafka-static")
+    if ours is not None and peer is not None and ours.restart_seconds and peer.restart_seconds:
+        out.append(
+            Target(
+                "staticconsumer static: median restart-to-first-record no worse than aiokafka static's",
+                ours.restart_seconds.median <= peer.restart_seconds.median,
+                f"{ours.restart_seconds.median:.2f}s against aiokafka {peer.restart_seconds.median:.2f}s",
+            )
+        )
     dynamic = modes.get("staticconsumer-dynamic")
+    peer_dynamic = modes.get("aiokafka-dynamic")
+    if dynamic is not None and peer_dynamic is not None:
+        assigned = [_median_assigned(dynamic), _median_assigned(peer_dynamic)]
+        if assigned[0] is not None and assigned[1] is not None:
+            out.append(
+                Target(
+                    "staticconsumer dynamic: median time from process start to first assignment no worse "
+                    "than aiokafka dynamic's",
+                    assigned[0] <= assigned[1],
+                    f"{assigned[0]:.2f}s against aiokafka {assigned[1]:.2f}s",
+                )
+            )
+        if dynamic.unowned_partition_seconds and peer_dynamic.unowned_partition_seconds:
+            ours_unowned = dynamic.unowned_partition_seconds.median
+            theirs = peer_dynamic.unowned_partition_seconds.median
+            out.append(
+                Target(
+                    "staticconsumer dynamic: unowned partition-seconds no worse than aiokafka dynamic's",
+                    ours_unowned <= theirs,
+                    f"{ours_unowned:.1f} against aiokafka {theirs:.1f} (medians per bounce)",
+                )
+            )
     if dynamic is not None and dynamic.rebalances is not None:
         per_restart = dynamic.rebalances.median / members
         out.append(
@@ -167,6 +199,11 @@ def targets(members: int, modes: dict[str, ModeResult]) -> list[Target]:
             )
         )
     return out
+
+
+def _median_assigned(mode: ModeResult) -> float | None:
+    values = [r.seconds_to_assigned for x in mode.repeats if x.error is None for r in x.restarts]
+    return statistics.median(values) if values else None
 
 
 def run_size(

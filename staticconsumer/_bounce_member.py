@@ -31,13 +31,20 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+_SAYING = threading.Lock()
+
 
 def say(event: str, **fields: Any) -> None:
-    print(json.dumps({"e": event, "t": time.time(), **fields}), flush=True)
+    """One JSON line, written whole: observers report from the consumer's membership thread."""
+    line = json.dumps({"e": event, "t": time.time(), **fields}) + "\n"
+    with _SAYING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 class Steps:

@@ -561,3 +561,15 @@ class ResponseTooLargeError(ProtocolError):
             f"{what} from broker {broker} claims {size} bytes, more than the {limit} this connection "
             f"accepts; the connection was closed without reading it. If that size is genuine, raise {setting}"
         )
+
+
+class AnalyticsError(StaticConsumerError):
+    """``staticconsumer analyze`` cannot run as asked; the message names the path, master or setting."""
+
+
+class AnalyticsInputError(AnalyticsError, ValueError):
+    """An input path does not exist, cannot be read, or holds no event log record."""
+
+
+class SparkMasterError(AnalyticsError, ValueError):
+    """The Spark master URL is malformed or nothing answers there."""

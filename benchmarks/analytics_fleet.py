@@ -209,15 +209,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deploys", type=int, default=50)
     parser.add_argument("--groups", type=int, default=20)
     parser.add_argument("--rebalance-fraction", type=float, default=0.005)
-    parser.add_argument("--master", default="local[*]")
-    parser.add_argument("--driver-memory", default="6g")
-    parser.add_argument("--shuffle-partitions", default="16")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument(
+        "--shuffle-partitions", default="auto", help="auto: sized from the input, as the job does by default"
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary directory")
     parser.add_argument("--keep", action="store_true", help="keep the generated log and the tables")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
 
     from staticconsumer.analytics.job import Options
+    from staticconsumer.analytics.progress import Progress
     from staticconsumer.analytics.run import analyze
     from staticconsumer.analytics.session import spark_session
     from staticconsumer.analytics.synthetic import FleetSpec, write_fleet
@@ -248,15 +251,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         with PeakMemory() as memory:
             started = time.perf_counter()
-            spark = spark_session(
-                args.master,
-                driver_memory=args.driver_memory,
-                config={"spark.sql.shuffle.partitions": args.shuffle_partitions},
-            )
+            fixed = {} if args.shuffle_partitions == "auto" else {
+                "spark.sql.shuffle.partitions": args.shuffle_partitions
+            }
+            spark = spark_session(args.master, driver_memory=args.driver_memory, config=fixed)
             spark.range(1).count()
             spark_start_s = time.perf_counter() - started
             started = time.perf_counter()
-            analysis = analyze([str(logs)], tables, spark=spark, options=Options(deploy_gap_seconds=600.0))
+            analysis = analyze(
+                [str(logs)],
+                tables,
+                spark=spark,
+                options=Options(deploy_gap_seconds=600.0),
+                progress=Progress(),
+                size_shuffles=not fixed,
+            )
+            shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions") or "?"
             job_s = time.perf_counter() - started
             moved = int(sum(row["moved_partitions"] for row in analysis.windows))
             spark.stop()
@@ -278,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         benchmark="analytics_fleet",
         timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         master=args.master,
-        shuffle_partitions=args.shuffle_partitions,
+        shuffle_partitions=shuffle_partitions,
         size=FleetSize(
             scale=args.scale,
             groups=spec.groups,

@@ -59,6 +59,8 @@ class Timings(msgspec.Struct):
 class Memory(msgspec.Struct):
     driver_peak_rss_bytes: int
     jvm_peak_rss_bytes: int
+    jvm_peak_anon_rss_bytes: int
+    """The JVM's own memory (heap, metaspace, native), without file pages the kernel can drop."""
     total_peak_rss_bytes: int
     """Peak of the sum over the driver's whole process tree, sampled together."""
     spark_driver_memory: str
@@ -106,10 +108,11 @@ class Report(msgspec.Struct):
 # -- measuring -------------------------------------------------------------------------------------
 
 
-def _rss(pid: int) -> int:
+def _rss(pid: int, field: str = "VmRSS") -> int:
+    """Resident bytes; ``RssAnon`` leaves out file pages (memory-mapped shuffle and cache blocks)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         return 0
@@ -135,6 +138,7 @@ class PeakMemory:
         self.interval = interval
         self.driver = 0
         self.jvm = 0
+        self.jvm_anon = 0
         self.total = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -143,13 +147,15 @@ class PeakMemory:
         me = os.getpid()
         while not self._stop.is_set():
             driver = _rss(me)
-            pending, others = _children(me), 0
+            pending, others, anon = _children(me), 0, 0
             while pending:
                 pid = pending.pop()
                 others += _rss(pid)
+                anon += _rss(pid, "RssAnon")
                 pending += _children(pid)
             self.driver = max(self.driver, driver)
             self.jvm = max(self.jvm, others)
+            self.jvm_anon = max(self.jvm_anon, anon)
             self.total = max(self.total, driver + others)
             self._stop.wait(self.interval)
 
@@ -251,9 +257,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         with PeakMemory() as memory:
             started = time.perf_counter()
-            fixed = {} if args.shuffle_partitions == "auto" else {
-                "spark.sql.shuffle.partitions": args.shuffle_partitions
-            }
+            fixed = (
+                {}
+                if args.shuffle_partitions == "auto"
+                else {"spark.sql.shuffle.partitions": args.shuffle_partitions}
+            )
             spark = spark_session(args.master, driver_memory=args.driver_memory, config=fixed)
             spark.range(1).count()
             spark_start_s = time.perf_counter() - started
@@ -306,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         memory=Memory(
             driver_peak_rss_bytes=memory.driver,
             jvm_peak_rss_bytes=memory.jvm,
+            jvm_peak_anon_rss_bytes=memory.jvm_anon,
             total_peak_rss_bytes=memory.total,
             spark_driver_memory=args.driver_memory,
         ),

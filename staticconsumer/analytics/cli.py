@@ -55,8 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-report", action="store_true", help="write the Parquet tables only")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     live = parser.add_argument_group("live analysis (Spark Structured Streaming on the event log topic)")
-    live.add_argument("--follow", metavar="TOPIC", default=None, help="read the event log topic as it is written")
-    live.add_argument("--bootstrap-servers", default=None, help="Kafka brokers (default $KAFKA_BOOTSTRAP_SERVERS)")
+    live.add_argument(
+        "--follow", metavar="TOPIC", default=None, help="read the event log topic as it is written"
+    )
+    live.add_argument(
+        "--bootstrap-servers", default=None, help="Kafka brokers (default $KAFKA_BOOTSTRAP_SERVERS)"
+    )
     live.add_argument(
         "--storm-rebalances", type=int, default=3, help="a storm is MORE than this many rebalances (3) ..."
     )
@@ -68,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     live.add_argument(
         "--starting-offsets", default="earliest", help="earliest (default: the whole topic) or latest"
     )
-    live.add_argument("--for-seconds", type=float, default=None, help="stop after this long (default: Ctrl-C)")
+    live.add_argument(
+        "--for-seconds", type=float, default=None, help="stop after this long (default: Ctrl-C)"
+    )
     live.add_argument(
         "--kafka-option",
         type=_key_value,
@@ -114,7 +120,9 @@ def spark_error_line(error: BaseException) -> str:
     text = str(error).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in lines:
-        if any(marker in line for marker in ("Exception:", "Error:", "error:")) and not line.startswith("at "):
+        if any(marker in line for marker in ("Exception:", "Error:", "error:")) and not line.startswith(
+            "at "
+        ):
             return f"{type(error).__name__}: {line[:400]}"
     return f"{type(error).__name__}: {(lines[0] if lines else text)[:400]}"
 

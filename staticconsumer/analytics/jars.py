@@ -112,7 +112,9 @@ def kafka_source_jars(*, quiet: bool = False) -> list[Path]:
                 result = subprocess.run(command, capture_output=True, text=True, check=False)
                 output = (result.stdout + result.stderr).strip()
                 tried.append(candidate)
-                if result.returncode == 0 or not ("Could not find artifact" in output or "was not found" in output):
+                if result.returncode == 0 or not (
+                    "Could not find artifact" in output or "was not found" in output
+                ):
                     break
             if candidate != version and result.returncode == 0:
                 progress.say(
@@ -135,7 +137,7 @@ def kafka_source_jars(*, quiet: bool = False) -> list[Path]:
         return jars
 
 
-class maven_progress:  # noqa: N801 - used as a context manager, reads like one
+class maven_progress:
     """Lines on stderr while Maven downloads (it is silent with -q): what, then every 10 s, then done."""
 
     def __init__(self, what: str, *, quiet: bool = False, every: float = 10.0) -> None:

@@ -52,7 +52,9 @@ UNKNOWN_MEMBER_ID = 25
 INFINITY = float("inf")
 CACHE = StorageLevel.MEMORY_AND_DISK
 
-PARTITION = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])
+PARTITION = T.StructType(
+    [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
+)
 
 EVENT_SCHEMA = T.StructType(
     [
@@ -461,7 +463,17 @@ def ownership(
     # Inner join with the kept records: repeated lines fall out here too. One row per assignment or
     # release record, broadcast (the partitions stay where they were read).
     rows = parsed.partition_rows.select(
-        "row_id", "group", "topic", "partition", "session", "seq", "ts", "type", "generation", "instance", "member"
+        "row_id",
+        "group",
+        "topic",
+        "partition",
+        "session",
+        "seq",
+        "ts",
+        "type",
+        "generation",
+        "instance",
+        "member",
     )
     rows = rows.join(F.broadcast(kept), rows["row_id"] == kept["_rid"]).drop("_rid", "row_id")
     rows = rows.repartition("group", "topic", "partition")
@@ -477,7 +489,9 @@ def ownership(
     )
     intervals = intervals.withColumn("explicit_end", first_by_seq)
     next_gen = gens.select(
-        F.col("group").alias("_gg"), F.col("generation").alias("_gn"), F.col("next_start_ts").alias("_next_gen")
+        F.col("group").alias("_gg"),
+        F.col("generation").alias("_gn"),
+        F.col("next_start_ts").alias("_next_gen"),
     )
     intervals = intervals.join(
         F.broadcast(next_gen),
@@ -511,9 +525,10 @@ def ownership(
     before = order.rowsBetween(Window.unboundedPreceding, -1)
     effective_end = F.coalesce(F.col("end_ts"), F.col("log_end_ts"))
     handed = intervals.withColumn(
-        "prev", F.max(F.struct(effective_end.alias("effective_end_ts"), "session", "owner", "end_inferred")).over(
+        "prev",
+        F.max(F.struct(effective_end.alias("effective_end_ts"), "session", "owner", "end_inferred")).over(
             before
-        )
+        ),
     ).withColumn("prev_owner_in_order", F.lag("owner").over(order))
     handed = handed.withColumn("gap", F.col("ts") - F.col("prev.effective_end_ts")).withColumn(
         "effective_end_ts", effective_end
@@ -590,9 +605,15 @@ _SUMMED = (
 _ZERO_FILLED = (*_SUMMED, "longest_unowned_seconds")
 
 
+def as_int(column: Column) -> Column:
+    return column.cast("int")
+
+
 def _contribution(frame: DataFrame, ts: str, **values: Column) -> DataFrame:
     """Rows of one source, projected to (group, _ts, metrics...): the summary unions them all."""
-    return frame.select("group", F.col(ts).alias("_ts"), *(value.alias(name) for name, value in values.items()))
+    return frame.select(
+        "group", F.col(ts).alias("_ts"), *(value.alias(name) for name, value in values.items())
+    )
 
 
 def summary(
@@ -607,7 +628,6 @@ def summary(
 ) -> DataFrame:
     """One row per (group, window): every source's rows placed in windows by one join, one aggregation."""
     one = F.lit(1)
-    as_int = lambda column: column.cast("int")  # noqa: E731
     # Gaps are many (one per partition and handover): reduce them per partition first, where they
     # already are (partitioned by group, topic, partition), then only one row per partition moves.
     per_partition = (
@@ -641,9 +661,7 @@ def summary(
             ).otherwise(0),
             lost_partitions=F.when(F.col("type") == "lost", F.col("n")).otherwise(0),
         ),
-        _contribution(
-            overlaps, "overlap_start_ts", double_owned=one, double_owned_seconds=F.col("seconds")
-        ),
+        _contribution(overlaps, "overlap_start_ts", double_owned=one, double_owned_seconds=F.col("seconds")),
         _contribution(moves, "ts", moved_partitions=one),
         _contribution(
             session_table,
@@ -686,12 +704,19 @@ def summary(
         "group", "window", "start_ts", "last_lifecycle_ts", "next_start_ts", "joins", "stops"
     ).join(totals, ["group", "window"], "left")
     out = out.fillna(0, subset=list(_ZERO_FILLED))
-    integral = [name for name in _SUMMED if name not in ("rebalance_seconds", "unowned_partition_seconds",
-                                                         "double_owned_seconds")]
+    integral = [
+        name
+        for name in _SUMMED
+        if name not in ("rebalance_seconds", "unowned_partition_seconds", "double_owned_seconds")
+    ]
     for name in integral:
         out = out.withColumn(name, F.col(name).cast("long"))
-    for name in ("rebalance_seconds", "unowned_partition_seconds", "double_owned_seconds",
-                 "longest_unowned_seconds"):
+    for name in (
+        "rebalance_seconds",
+        "unowned_partition_seconds",
+        "double_owned_seconds",
+        "longest_unowned_seconds",
+    ):
         out = out.withColumn(name, F.col(name).cast("double"))
     return out
 

@@ -102,9 +102,9 @@ class Progress:
         active = set(tracker.getActiveStageIds())
         stages: list[int] = []
         for job in tracker.getJobIdsForGroup(JOB_GROUP):
-            info = tracker.getJobInfo(job)
-            if info is not None:
-                stages += list(info.stageIds)
+            job_info = tracker.getJobInfo(job)
+            if job_info is not None:
+                stages += list(job_info.stageIds)
         for stage in sorted(set(stages) - self._reported):
             self._first_seen.setdefault(stage, now)
             info = tracker.getStageInfo(stage)

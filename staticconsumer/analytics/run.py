@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,11 +56,18 @@ class Analysis:
         lines = [f"{self.events} events read; {self.malformed_lines} malformed lines skipped"]
         for row in self.windows:
             span = (row["last_lifecycle_ts"] or row["start_ts"]) - row["start_ts"]
+            forming = (
+                f"{row['formation_generations']} generations while the group formed, "
+                if row["formation_generations"]
+                else ""
+            )
             lines.append(
-                f"  {row['group']} deploy {row['window']} ({span:.1f}s, {row['joins']} starts, "
-                f"{row['stops']} stops): {row['rebalances']} rebalances "
-                f"({_generations(row)}), "
-                f"{row['revoked_partitions']} partitions revoked, {row['lost_partitions']} lost, "
+                f"  {row['group']} deploy {row['window']} ({_utc(row['start_ts'])}, {span:.1f}s, "
+                f"{row['joins']} starts, {row['stops']} stops): {forming}"
+                f"{row['rebalances_after_formation']} rebalances after the group formed; "
+                f"{row['rebalances']} rebalances ({_generations(row)}), "
+                f"{row['revoked_partitions']} partitions revoked ({row['revoked_in_rebalances']} by "
+                f"rebalances), {row['lost_partitions']} lost, "
                 f"{row['moved_partitions']} moved between instances; "
                 f"{row['restarts']} restarts ({row['restarts_absorbed']} without a rebalance); "
                 f"unowned {row['unowned_partition_seconds']:.1f} partition-s "
@@ -73,6 +81,10 @@ class Analysis:
         if self.report is not None:
             lines.append(f"Report: {self.report}")
         return "\n".join(lines)
+
+
+def _utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _generations(row: dict[str, Any]) -> str:
@@ -131,7 +143,7 @@ def check_input(spark: SparkSession, paths: Sequence[str]) -> InputSize:
         raise AnalyticsInputError("no input path given")
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
     files = size = 0
     for text in paths:
         path = jvm.org.apache.hadoop.fs.Path(text)

@@ -94,6 +94,9 @@ def spark_session(
         builder = builder.master(master)
     if master is not None and master.startswith("local"):
         builder = builder.config("spark.ui.enabled", "false")
+        # The driver JVM is a child of this process: without a cap glibc gives each of its threads
+        # an arena of its own, and the JVM's resident size grows gigabytes past its heap.
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     for key, value in ADAPTIVE.items():

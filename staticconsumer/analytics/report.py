@@ -154,9 +154,20 @@ def groups_plot(analysis: Analysis, groups: list[str], path: Path) -> Path:
     return path
 
 
+def worst_window(analysis: Analysis, group: str) -> dict[str, Any]:
+    """The group's deploy window to draw: most rebalances after formation, then most unowned time."""
+    return max(
+        _group_rows(analysis, group),
+        key=lambda r: (r["rebalances_after_formation"], r["unowned_partition_seconds"], -r["window"]),
+    )
+
+
 def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
     """One row per partition, one bar per owner interval (colour = owner); red hatching = two owners at
-    once; dotted fill = the end was inferred (a killed process); black dotted lines = new generations."""
+    once; dotted fill = the end was inferred (a killed process); black dotted lines = new generations.
+
+    Drawn for the group's worst deploy window (from a little before it opened to a little after its
+    last start or stop), where the handovers are: the whole log would squeeze them into slivers."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -166,8 +177,16 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
     from matplotlib.patches import Patch
 
     tables = analysis.tables
+    window = worst_window(analysis, group)
+    lo = window["start_ts"] - 5.0
+    hi = (window["last_lifecycle_ts"] or window["start_ts"]) + 30.0
+    in_view = (
+        (F.col("group") == group)
+        & (F.col("start_ts") < hi)
+        & (F.col("end_ts").isNull() | (F.col("end_ts") > lo))
+    )
     chosen = (
-        tables.ownership.where(F.col("group") == group)
+        tables.ownership.where(in_view)
         .select("topic", "partition")
         .distinct()
         .orderBy("topic", "partition")
@@ -175,7 +194,7 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
     )
     rows = [
         row.asDict()
-        for row in tables.ownership.where(F.col("group") == group)
+        for row in tables.ownership.where(in_view)
         .join(chosen, ["topic", "partition"])
         .select("topic", "partition", "owner", "start_ts", "end_ts", "end_inferred")
         .orderBy("start_ts")
@@ -192,7 +211,7 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
     ]
     gens = [
         row.asDict()
-        for row in tables.generations.where(F.col("group") == group)
+        for row in tables.generations.where((F.col("group") == group) & F.col("start_ts").between(lo, hi))
         .select("generation", "start_ts")
         .orderBy("generation")
         .limit(500)
@@ -200,8 +219,11 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
     ]
     labels = sorted({(r["topic"], r["partition"]) for r in rows})
     index = {label: i for i, label in enumerate(labels)}
-    origin = min((r["start_ts"] for r in rows), default=0.0)
-    horizon = max((r["end_ts"] or r["start_ts"] for r in rows), default=origin + 1)
+    origin = lo
+    horizon = hi
+    for r in rows:  # clip to the view
+        r["start_ts"] = max(r["start_ts"], lo)
+        r["end_ts"] = min(r["end_ts"], hi) if r["end_ts"] is not None else None
     owners = sorted({r["owner"] for r in rows})
     colour = {owner: OWNER_COLOURS[i % len(OWNER_COLOURS)] for i, owner in enumerate(owners)}
     fig, ax = plt.subplots(figsize=(11, max(3.0, 0.3 * len(labels) + 1.8)))
@@ -228,7 +250,11 @@ def ownership_plot(analysis: Analysis, group: str, path: Path) -> Path:
         ax.axvline(g["start_ts"] - origin, color=GENERATION_COLOUR, linewidth=0.6, linestyle=":")
     ax.set_yticks(range(len(labels)), [f"{t}-{p}" for t, p in labels], fontsize=7)
     ax.set_xlabel(f"seconds after {utc(origin)}")
-    ax.set_title(f"Partition ownership in group {group} (first {len(labels)} partitions)", fontsize=10)
+    ax.set_xlim(0, hi - lo)
+    ax.set_title(
+        f"Partition ownership in group {group}, deploy {window['window']} (first {len(labels)} partitions)",
+        fontsize=10,
+    )
     legend: list[Artist] = [Patch(facecolor=colour[o], label=o) for o in owners[:12]]
     if len(owners) > 12:
         legend.append(Patch(facecolor="white", label=f"... {len(owners) - 12} more owners"))
@@ -427,7 +453,7 @@ def _html(analysis: Analysis, plotted: list[str], images: dict[str, Path]) -> st
         parts.append(
             _image_tag(
                 images["ownership"],
-                f"Ownership timeline of group {ranked[0]}: a colour per owner, red cross-hatching where two "
+                f"Ownership timeline of group {ranked[0]} in its worst deploy window: a colour per owner, red cross-hatching where two "
                 "owners held a partition at once, dotted fill where a killed process's end was inferred, "
                 "black dotted lines at new generations; white is unowned.",
             )

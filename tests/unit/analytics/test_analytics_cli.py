@@ -37,12 +37,13 @@ def test_analyze_command_writes_tables_report_and_summary(
     assert printed.startswith(f"{truth.records} events read; 0 malformed lines skipped\n")
     assert printed.count(" deploy ") == spec.groups * (spec.deploys + 1)
     assert {p.name for p in out.iterdir()} >= TABLES
-    assert {"summary.md", "summary.html", "deploys.png", "ownership.png"} <= {p.name for p in out.iterdir()}
+    assert {"summary.md", "summary.html", "groups.png", "ownership.png"} <= {p.name for p in out.iterdir()}
     windows = spark.read.parquet(str(out / "windows"))
     totals = windows.groupBy().sum("rebalances", "restarts", "restarts_absorbed", "moved_partitions").first()
     assert totals is not None
     assert list(totals) == [truth.rebalances + spec.groups, truth.restarts, truth.absorbed, 0]
-    assert "| deploy | starts | rebalances |" in (out / "summary.md").read_text()
+    assert "| deploy window (UTC) | starts | generations while forming |" in (out / "summary.md").read_text()
+    assert "rebalances after the group formed" in printed
     assert spark.sparkContext._jsc is not None, "the command left the borrowed session running"
 
 

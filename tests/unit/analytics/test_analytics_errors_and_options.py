@@ -122,3 +122,15 @@ def test_optional_protocol_fields_absent_or_present_give_the_same_answers(
     assert first.totals("g")["restarts_absorbed"] == 1
     protocols = {r["group_protocol"] for r in second.tables.generations.collect()}
     assert protocols == {"consumer"}
+
+
+def test_s3a_without_its_package_names_the_package_to_add(
+    spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["analyze", "s3a://logs/membership/", "--quiet"]) == 1
+    line = _one_line_error(capsys)
+    hadoop = spark.sparkContext._jvm.org.apache.hadoop.util.VersionInfo.getVersion()  # type: ignore[union-attr]
+    assert line == (
+        "staticconsumer analyze: s3a://logs/membership/: Spark has no filesystem for s3a://: "
+        f"add --packages org.apache.hadoop:hadoop-aws:{hadoop} (see docs/analytics.md)"
+    )

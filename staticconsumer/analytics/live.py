@@ -1,20 +1,18 @@
 """``staticconsumer analyze --follow TOPIC``: the event log topic, analysed as it is written.
 
 Spark Structured Streaming with Spark's own Kafka source (spark-sql-kafka, resolved from Maven
-Central on first use by :mod:`staticconsumer.analytics.jars`). Two streaming queries over the topic,
-both on event time (the records' ``ts``) with a watermark:
+Central on first use by :mod:`staticconsumer.analytics.jars`). One streaming query over the topic, on
+event time (the records' ``ts``) with a watermark: per group and minute (tumbling event-time windows),
+starts, stops, revoked and lost partitions, fencing, evictions, heartbeat failures, the group's first
+departure, and the generations members synced into with when. The watermark closes a minute once records
+``--watermark`` seconds newer arrived, so the state stays bounded however long it runs.
 
-- **activity**: per group and minute (tumbling event-time windows), starts, stops, revoked and lost
-  partitions, fencing, evictions, heartbeat failures. The watermark closes a minute once records
-  ``--watermark`` seconds newer arrived, so the state stays bounded however long it runs.
-- **generations**: each (group, generation) once, however many members synced into it, with the time
-  it started. A generation after the group's first departure is a **rebalance after the group formed**
-  (the definition of the batch report); more than ``--storm-rebalances`` of them within
-  ``--storm-seconds`` is a **rebalance storm**, flagged the moment the micro-batch that completes it
-  arrives.
-
-Each micro-batch's result (a few rows) is merged on the driver into :class:`LiveState`: the current
-per-group table, printed when it changes and written to ``--out``/live.json.
+Each micro-batch's updated minutes (a few rows) are merged on the driver into :class:`LiveState`: the
+per-group table, printed when it changes and written to ``--out``/live.json. A generation counts once
+(its earliest sync); one that starts after the group's first departure is a **rebalance after the group
+formed** (the batch report's definition); more than ``--storm-rebalances`` of them within
+``--storm-seconds`` is a **rebalance storm**, flagged the moment the micro-batch that completes it
+arrives.
 """
 
 from __future__ import annotations
@@ -106,16 +104,8 @@ class LiveState:
     def _group(self, name: str) -> GroupState:
         return self.groups.setdefault(name, GroupState())
 
-    def add_generations(self, rows: list[dict[str, Any]]) -> None:
-        with self._lock:
-            for row in rows:
-                state = self._group(row["group"])
-                previous = state.generations.get(row["generation"])
-                if previous is None or row["start_ts"] < previous:
-                    state.generations[int(row["generation"])] = float(row["start_ts"])
-            self._after_update({row["group"] for row in rows})
-
-    def add_activity(self, rows: list[dict[str, Any]]) -> None:
+    def update(self, rows: list[dict[str, Any]]) -> None:
+        """Merge a micro-batch's updated (group, minute) rows; a minute's new row replaces its old one."""
         with self._lock:
             for row in rows:
                 state = self._group(row["group"])
@@ -125,6 +115,10 @@ class LiveState:
                     state.first_departure_ts is None or departure < state.first_departure_ts
                 ):
                     state.first_departure_ts = float(departure)
+                for sync in row.get("syncs") or ():
+                    generation, start = int(sync["generation"]), float(sync["start_ts"])
+                    if generation not in state.generations or start < state.generations[generation]:
+                        state.generations[generation] = start
             self._after_update({row["group"] for row in rows})
 
     def rebalances_after_formation(self, group: str) -> list[tuple[int, float]]:
@@ -245,21 +239,16 @@ def activity(records: DataFrame) -> DataFrame:
         F.sum(evicted.cast("int")).alias("evicted"),
         F.sum((F.col("type") == "heartbeat_failed").cast("int")).alias("heartbeat_failures"),
         F.min(F.when(departure, F.col("ts"))).alias("first_departure_ts"),
-    )
-
-
-def new_generations(records: DataFrame) -> DataFrame:
-    """Each (group, generation) once: its first sync. The state is one key per generation (small)."""
-    return (
-        records.where(F.col("type") == "sync")
-        .select("group", "generation", F.col("ts").alias("start_ts"), "event_time")
-        .dropDuplicates(["group", "generation"])
+        # Each member's sync: the driver keeps each generation's earliest (a rebalance's start).
+        F.collect_list(
+            F.when(F.col("type") == "sync", F.struct("generation", F.col("ts").alias("start_ts")))
+        ).alias("syncs"),
     )
 
 
 @dataclass
 class Follow:
-    """The running queries and the state they keep current; :meth:`stop` ends both."""
+    """The running query and the state it keeps current; :meth:`stop` ends it."""
 
     state: LiveState
     queries: list[StreamingQuery]
@@ -300,30 +289,30 @@ def follow(
         watermark_seconds=watermark_seconds,
     )
 
-    def on_activity(batch: DataFrame, _batch_id: int) -> None:
-        rows = batch.select(
-            "group", F.col("w.start").cast("double").alias("window_start"), *_COUNTS, "first_departure_ts"
-        ).collect()
+    def on_batch(batch: DataFrame, _batch_id: int) -> None:
+        rows = [
+            row.asDict(recursive=True)
+            for row in batch.select(
+                "group",
+                F.col("w.start").cast("double").alias("window_start"),
+                *_COUNTS,
+                "first_departure_ts",
+                "syncs",
+            ).collect()
+        ]
         if rows:
-            state.add_activity([row.asDict() for row in rows])
+            state.update(rows)
 
-    def on_generations(batch: DataFrame, _batch_id: int) -> None:
-        rows = batch.select("group", "generation", "start_ts").collect()
-        if rows:
-            state.add_generations([row.asDict() for row in rows])
-
-    trigger = f"{int(trigger_seconds * 1000)} milliseconds"
-    queries = []
-    for name, frame, handler, mode in (
-        ("activity", activity(records), on_activity, "update"),
-        ("generations", new_generations(records), on_generations, "append"),
-    ):
-        writer = frame.writeStream.queryName(f"staticconsumer-{name}").outputMode(mode).foreachBatch(handler)
-        writer = writer.trigger(processingTime=trigger)
-        if checkpoint_dir is not None:
-            writer = writer.option("checkpointLocation", f"{checkpoint_dir}/{name}")
-        queries.append(writer.start())
-    return Follow(state, queries)
+    writer = (
+        activity(records)
+        .writeStream.queryName("staticconsumer-follow")
+        .outputMode("update")
+        .foreachBatch(on_batch)
+        .trigger(processingTime=f"{int(trigger_seconds * 1000)} milliseconds")
+    )
+    if checkpoint_dir is not None:
+        writer = writer.option("checkpointLocation", checkpoint_dir)
+    return Follow(state, [writer.start()])
 
 
 def follow_command(args: argparse.Namespace) -> int:

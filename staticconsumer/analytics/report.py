@@ -453,7 +453,8 @@ def _html(analysis: Analysis, plotted: list[str], images: dict[str, Path]) -> st
         parts.append(
             _image_tag(
                 images["ownership"],
-                f"Ownership timeline of group {ranked[0]} in its worst deploy window: a colour per owner, red cross-hatching where two "
+                f"Ownership timeline of group {ranked[0]} in its worst deploy window: a colour per owner, "
+                "red cross-hatching where two "
                 "owners held a partition at once, dotted fill where a killed process's end was inferred, "
                 "black dotted lines at new generations; white is unowned.",
             )

@@ -222,7 +222,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
             env=env,
             stdout=logs[0],
             stderr=subprocess.STDOUT,
-        )),
+        ),
     ]
     try:
         _wait_for_port(port)
@@ -278,9 +278,24 @@ def _analyze_command(logs: Path, out: Path, master: str) -> float:
     """``staticconsumer analyze`` as a user runs it; returns its wall time."""
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "staticconsumer.cli", "analyze", str(logs), "--master", master,
-         "--out", str(out), "--no-report", "--conf", "spark.executor.memory=1g"],
-        capture_output=True, text=True, timeout=900, check=False,
+        [
+            sys.executable,
+            "-m",
+            "staticconsumer.cli",
+            "analyze",
+            str(logs),
+            "--master",
+            master,
+            "--out",
+            str(out),
+            "--no-report",
+            "--conf",
+            "spark.executor.memory=1g",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
     )
     took = time.monotonic() - started

@@ -122,7 +122,7 @@ def test_follow_flags_the_storm_of_a_real_dynamic_bounce_while_it_happens(
                 and totals["starts"] == totals["stops"] == 2 * MEMBERS
             )
 
-        _wait(caught_up, 120, "the live table caught up with the bounce", stderr_path)
+        _wait(caught_up, 300, "the live table caught up with the bounce", stderr_path)
         storm = lines.first(lambda line: line.startswith(f"STORM group {group}:"))
         assert storm is not None, "\n".join(line for _, line in lines.seen[-20:])
         assert storm[0] < bounce_over, "the storm was flagged while the bounce was still going on"

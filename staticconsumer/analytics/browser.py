@@ -4,7 +4,9 @@ Speaks the DevTools protocol over ``--remote-debugging-pipe`` (JSON messages, NU
 descriptors 3 and 4), so it needs nothing but the browser: no driver, no Python package. Used by the
 report's browser test and to make the screenshot in docs/analytics.md::
 
-    python -m staticconsumer.analytics.browser report/summary.html docs/analytics-report.png
+    python -m staticconsumer.analytics.browser report/summary.html docs/analytics-report.png [HEIGHT]
+
+With HEIGHT, the top HEIGHT pixels of the page (a 1280-wide window); without, the whole page.
 """
 
 from __future__ import annotations
@@ -188,13 +190,16 @@ class Chromium:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m staticconsumer.analytics.browser REPORT.html OUT.png", file=sys.stderr)
+    if len(args) not in (2, 3):
+        print(
+            "usage: python -m staticconsumer.analytics.browser REPORT.html OUT.png [HEIGHT]", file=sys.stderr
+        )
         return 2
+    height = int(args[2]) if len(args) == 3 else 900
     with Chromium() as browser:
-        page = browser.open(Path(args[0]))
+        page = browser.open(Path(args[0]), height=height)
         broken = [image["alt"] for image in page.images if not image["width"]]
-        browser.screenshot(Path(args[1]))
+        browser.screenshot(Path(args[1]), full_page=len(args) == 2)
     print(f"{args[1]}: {page.title}, {len(page.images)} images ({len(broken)} broken)")
     return 1 if broken else 0
 

@@ -33,7 +33,14 @@ def test_analyze_command_writes_tables_report_and_summary(
     truth = write_fleet(tmp_path / "logs", spec)
     out = tmp_path / "report"
     assert cli.main(["analyze", str(tmp_path / "logs"), "--out", str(out), "--deploy-gap", "600"]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    progress = captured.err.splitlines()
+    assert any(
+        line.startswith("analyze: [") and "reading and parsing every line once: done in" in line
+        for line in progress
+    )
+    assert any(" done (" in line and " tasks" in line for line in progress), "Spark stages as they complete"
     assert printed.startswith(f"{truth.records} events read; 0 malformed lines skipped\n")
     assert printed.count(" deploy ") == spec.groups * (spec.deploys + 1)
     assert {p.name for p in out.iterdir()} >= TABLES

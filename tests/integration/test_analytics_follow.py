@@ -174,8 +174,10 @@ async def test_follow_flags_the_storm_of_a_real_dynamic_bounce_while_it_happens(
         during_roll = len({g for g in bounce.generations if g > formed})
         await bounce.stop()
         assert during_roll >= 2, "a dynamic rolling bounce rebalances on every restart"
-        rebalances = logged_rebalances(files, unique_group)  # the roll's, and the final stops'
-        assert rebalances >= during_roll
+        # The roll's and the final stops' generations that members synced into (a generation the
+        # coordinator started but nobody synced into, seen by polling, is no rebalance in the log).
+        rebalances = logged_rebalances(files, unique_group)
+        assert rebalances >= 2
 
         def caught_up() -> bool:
             totals = _group_totals(out / "live.json", unique_group)

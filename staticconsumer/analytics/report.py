@@ -53,15 +53,14 @@ DOCS = {
 }
 
 
+DOCS_URL = "https://github.com/staticconsumer/staticconsumer/blob/main/docs/"
+"""The project's documentation (pyproject's Documentation URL): a report is read on other machines."""
+
+
 def docs_base() -> str:
-    """Where the report's links point: ``$STATICCONSUMER_DOCS_URL``, else this checkout's docs/ folder."""
+    """Where the report's links point: ``$STATICCONSUMER_DOCS_URL`` (a mirror), else the project's."""
     explicit = os.environ.get("STATICCONSUMER_DOCS_URL")
-    if explicit:
-        return explicit.rstrip("/") + "/"
-    checkout = Path(__file__).resolve().parents[2] / "docs"
-    if (checkout / "analytics.md").exists():
-        return checkout.as_uri() + "/"
-    return "docs/"
+    return explicit.rstrip("/") + "/" if explicit else DOCS_URL
 
 
 def utc(ts: float | None) -> str:

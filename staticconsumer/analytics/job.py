@@ -3,9 +3,9 @@
 The plan is a few passes over the input, whatever its size (docs/analytics.md, "How the work runs"):
 
 1. **One scan**: every line is parsed with an explicit schema and its partitions exploded right away
-   (``posexplode_outer``), into one cached frame (:func:`parse`). Columns that repeat along an exploded
-   record compress to almost nothing in Spark's columnar cache, so the arrays are never kept twice and
-   the raw files are never read again.
+   (``posexplode_outer``), into one cached frame on local disk (:func:`parse`). Columns that repeat along
+   an exploded record compress to almost nothing in Spark's columnar cache, so the arrays are never kept
+   twice and the raw files are never read again.
 2. **Records** (one row per line, small): de-duplicated by ``(session, seq)`` with a window over the
    session that also finds, for every assignment, the record that ends it (:func:`records`). No
    ``dropDuplicates`` over array columns (that is a full sort of the input).
@@ -51,6 +51,11 @@ RELEASES = ("revoked", "lost")
 UNKNOWN_MEMBER_ID = 25
 INFINITY = float("inf")
 CACHE = StorageLevel.MEMORY_AND_DISK
+"""The small frames (records, windows, generations, sessions): memory, spilled to disk if need be."""
+BIG = StorageLevel.DISK_ONLY
+"""The two frames as large as the input (the exploded scan, the intervals with their handovers): on
+local disk, compressed (``spark.rdd.compress``), read back a few times. In the heap they would crowd
+out the sorts and shuffles that need it (a 2 GB driver ran out of heap at the full benchmark size)."""
 
 PARTITION = T.StructType(
     [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
@@ -201,7 +206,7 @@ def parse(lines: DataFrame) -> Parsed:
     exploded = exploded.select(
         "*", F.col("p.topic").alias("topic"), F.col("p.partition").alias("partition")
     ).drop("p")
-    return Parsed(exploded.persist(CACHE))
+    return Parsed(exploded.persist(BIG))
 
 
 def _owner(instance: Column, member: Column) -> Column:
@@ -533,7 +538,7 @@ def ownership(
     handed = handed.withColumn("gap", F.col("ts") - F.col("prev.effective_end_ts")).withColumn(
         "effective_end_ts", effective_end
     )
-    return handed.withColumnRenamed("ts", "start_ts").persist(CACHE)
+    return handed.withColumnRenamed("ts", "start_ts").persist(BIG)
 
 
 def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:

@@ -26,6 +26,8 @@ ADAPTIVE = {
     # cluster, whatever the data): the cause of a 3-minute run on 183 events.
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     "spark.sql.session.timeZone": "UTC",
+    # The two input-sized cached frames live on local disk (job.BIG): compress them.
+    "spark.rdd.compress": "true",
     "spark.ui.showConsoleProgress": "false",
 }
 

@@ -501,6 +501,31 @@ async def reconnect(client: Any, node_id: int) -> bool:
     return ready
 
 
+async def start_consumer_from(consumer: Any, address: str | None) -> None:
+    """``consumer.start()`` (an ``AIOKafkaConsumer``) bootstrapping from ``address`` only (``host:port``,
+    a server the membership's bootstrap just found answering), so a dead or silent server listed first
+    costs the fetcher nothing either. The client's list is restored afterwards."""
+    client = consumer._client
+    saved = client._bootstrap_servers
+    if address is not None:
+        host, _, port = address.rpartition(":")
+        client._bootstrap_servers = [f"[{host}]:{port}" if ":" in host else address]
+    try:
+        await consumer.start()
+    finally:
+        client._bootstrap_servers = saved
+
+
+def track_topics(consumer: Any, topics: frozenset[str]) -> None:
+    """Keep ``topics`` (the subscription) in the fetcher's metadata besides its assigned partitions'
+    topics, as a subscribed aiokafka consumer does, so ``partitions_for_topic`` knows them."""
+    client = consumer._client
+    assigned = {tp.topic for tp in consumer.assignment()}
+    wanted = assigned | set(topics)
+    if wanted and wanted != client._topics:
+        client.set_topics(wanted)
+
+
 def fetcher_client(consumer: Any) -> Any:
     """The ``AIOKafkaClient`` inside an ``AIOKafkaConsumer`` (it fetches over its own connections)."""
     return consumer._client

@@ -169,6 +169,24 @@ class MembershipLoop:
         """Rejoin with fresh subscription metadata (the subscription changed, or the leader rebalances)."""
         self.post(events.UpdateProtocols(now=self.now(), protocols=self.protocols(), reason=reason))
 
+    def resubscribe(self, reason: str) -> None:
+        """The application replaced the subscription (``Subscription.replace``): match a new pattern
+        against fresh metadata first, then rejoin with the new subscription metadata."""
+        self._spawn(lambda: self._resubscribe(reason))
+
+    async def _resubscribe(self, reason: str) -> None:
+        if self._topics.pattern is not None:
+            try:
+                self._topics.refresh(await _aiokafka.topic_partitions(self._client, None))
+            except Exception as error:  # matched at the next refresh instead
+                log.info("metadata for the new subscription pattern failed: %s", error)
+        self.update_protocols(reason)
+
+    async def committed(self, partitions: frozenset[TopicPartition]) -> Mapping[TopicPartition, int]:
+        """The group's committed offsets (-1: none), read on the coordinator connection; retried until
+        it succeeds (the caller bounds it)."""
+        return await self._fetch_committed(partitions)
+
     def protocols(self) -> tuple[GroupProtocol, ...]:
         topics = self._topics.topics
         owned = self.machine.assignment
@@ -197,7 +215,7 @@ class MembershipLoop:
                 task_group.start_soon(self.duties.run)
                 if self._topics.pattern is not None:
                     await self._refresh_pattern()
-                    task_group.start_soon(self._watch_pattern)
+                task_group.start_soon(self._watch_pattern)  # idle until subscribe(pattern=...)
                 await self._step(events.Start(now=self.now(), protocols=self.protocols()))
                 while not self.stopped.is_set():
                     deadline = self.machine.next_deadline()
@@ -237,6 +255,7 @@ class MembershipLoop:
             rebalance_protocol=m.rebalance_protocol.value,
             assignment=m.assignment,
             fatal_error=m.fatal_error,
+            subscription=self._topics.topics,
         )
         if snapshot != self._snapshot:
             self._snapshot = snapshot
@@ -465,6 +484,8 @@ class MembershipLoop:
         """Rejoin with a new subscription when topics matching the pattern appear or disappear."""
         while True:
             await anyio.sleep(self._refresh_seconds)
+            if self._topics.pattern is None:
+                continue
             try:
                 await self._refresh_pattern()
             except Exception as error:

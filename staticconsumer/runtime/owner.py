@@ -30,6 +30,8 @@ class MemberSnapshot:
     rebalance_protocol: str = "eager"
     assignment: Partitions = frozenset()
     fatal_error: Exception | None = None
+    subscription: frozenset[str] = frozenset()
+    """The topics subscribed at the last step (for a pattern, those it matched)."""
 
 
 class PartitionOwner(Protocol):

@@ -96,6 +96,15 @@ SPAN_FENCED: Final = "fenced"
 EVENT_HEARTBEAT_FAILED: Final = "staticconsumer.heartbeat.failed"
 EVENT_FENCED: Final = "staticconsumer.fenced"
 
+SPAN_TOPICS_MISSING: Final = "missing topics"
+"""One span each time the set of subscribed topics that do not exist changes (telemetry/topics.py)."""
+TOPICS_MISSING: Final = "staticconsumer.topics.missing"
+"""Attribute of that span: every subscribed topic missing after the change (empty: all exist now)."""
+TOPICS: Final = "staticconsumer.topics"
+"""Attribute of its events: the topics that went missing, or that appeared."""
+EVENT_TOPICS_MISSING: Final = "staticconsumer.topics.missing"
+EVENT_TOPICS_APPEARED: Final = "staticconsumer.topics.appeared"
+
 # -- metric names -----------------------------------------------------------------------------------
 
 METRIC_REBALANCES: Final = "staticconsumer.rebalances"

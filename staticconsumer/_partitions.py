@@ -18,6 +18,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
+from staticconsumer import _aiokafka
+from staticconsumer.errors import IllegalStateError
 from staticconsumer.listener import ListenerCall, call_listener
 from staticconsumer.membership import OffsetAndMetadata, ReleaseReason, TopicPartition
 from staticconsumer.runtime.owner import MemberSnapshot
@@ -52,6 +54,8 @@ class ApplicationPartitions:
         self._fetching: Partitions = frozenset()
         self._paused: set[TopicPartition] = set()
         self._on_change = on_change
+        self.topics: frozenset[str] = frozenset()
+        """The subscribed topics, kept in the fetcher's metadata (``partitions_for_topic``)."""
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -59,6 +63,52 @@ class ApplicationPartitions:
     def fetching(self) -> Partitions:
         """The partitions owned and fetched right now."""
         return self._fetching
+
+    def holds(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` is this member's: fetched now, or stopped and waiting for its revoke callback
+        (so seek, position and commit work inside ``on_partitions_revoked``, as in aiokafka)."""
+        return tp in self._held
+
+    def require(self, partitions: tuple[TopicPartition, ...], call: str) -> tuple[TopicPartition, ...]:
+        """``partitions`` (every held one when empty), or IllegalStateError naming those not held."""
+        if not partitions:
+            return tuple(self._held)
+        foreign = sorted(tp for tp in partitions if tp not in self._held)
+        if foreign:
+            owned = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(self._held)) or "none"
+            raise IllegalStateError(
+                f"{call}: {', '.join(f'{tp.topic}[{tp.partition}]' for tp in foreign)} "
+                f"{'is' if len(foreign) == 1 else 'are'} not assigned to this consumer (it owns: {owned}). "
+                "Partitions come from the group: call it for owned partitions, e.g. in on_partitions_assigned"
+            )
+        return partitions
+
+    async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record the application will get from ``tp`` (held)."""
+        held = self._held[tp]
+        if held.position is not None:
+            return held.position
+        if held.buffer:
+            return int(held.buffer[0].offset)
+        fetcher = self.fetcher
+        if fetcher is None or not held.fetching:
+            raise IllegalStateError(
+                f"the position of {tp.topic}[{tp.partition}] is not known: nothing was read from it, the "
+                "group has no committed offset for it, and it is no longer fetched"
+            )
+        # Nothing returned and nothing committed: where the reset policy puts the fetcher.
+        return int(await fetcher.position(_kafka(tp)))
+
+    def fetch_state(self, tp: TopicPartition) -> KafkaTopicPartition | None:
+        """aiokafka's partition to ask for highwater/LSO/poll time, when the fetcher fetches ``tp``."""
+        fetcher = self.fetcher
+        ktp = _kafka(tp)
+        if fetcher is None or ktp not in fetcher.assignment():
+            return None
+        return ktp
+
+    def paused(self) -> frozenset[TopicPartition]:
+        return frozenset(self._paused)
 
     def positions(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """Positions after the records returned to the application: owned partitions, plus those being
@@ -112,6 +162,14 @@ class ApplicationPartitions:
         if held is not None:
             held.buffer.clear()
             held.position = offset
+
+    def reset(self, partitions: tuple[TopicPartition, ...]) -> None:
+        """seek_to_beginning/end: the position is the fetcher's until a record is returned again."""
+        for tp in partitions:
+            held = self._held.get(tp)
+            if held is not None:
+                held.buffer.clear()
+                held.position = None
 
     # -- pause -------------------------------------------------------------------------------------
 
@@ -178,6 +236,13 @@ class ApplicationPartitions:
 
     # -- the fetcher --------------------------------------------------------------------------------
 
+    async def attach(self, fetcher: AIOKafkaConsumer) -> None:
+        """The fetcher has started: fetch what was assigned meanwhile, from the positions known."""
+        self.fetcher = fetcher
+        await self._refetch(
+            {tp: h.position for tp, h in self._held.items() if h.fetching and h.position is not None}
+        )
+
     async def _forget(self, partitions: Partitions) -> None:
         for tp in partitions:
             self._held.pop(tp, None)
@@ -196,6 +261,7 @@ class ApplicationPartitions:
         kept = (current & self._fetching) - set(seeks)
         places = {tp: await fetcher.position(_kafka(tp)) for tp in kept}
         fetcher.assign([_kafka(tp) for tp in self._fetching])
+        _aiokafka.track_topics(fetcher, self.topics)
         for tp, offset in {**places, **seeks}.items():
             fetcher.seek(_kafka(tp), offset)
         paused = self._paused & self._fetching

@@ -14,19 +14,22 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
+from aiokafka.structs import OffsetAndTimestamp
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 import assignors as assignor_lib
-from staticconsumer import _aiokafka
+from staticconsumer import _aiokafka, _inputs
 from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
+from staticconsumer.connection import ConnectionMonitor, ConnectionState
 from staticconsumer.errors import (
     ConfigurationError,
     ConsumerStoppedError,
     DuplicateInstanceIdError,
+    IllegalStateError,
     StaticMembershipUnsupportedError,
 )
 from staticconsumer.eventlog import EventLog
@@ -40,13 +43,19 @@ from staticconsumer.telemetry import telemetry_observers
 
 log = logging.getLogger("staticconsumer")
 
+FETCHER_OPTIONS = ("key_deserializer", "value_deserializer", "consumer_timeout_ms")
+"""aiokafka consumer options that are not settings: they configure how records are fetched and decoded
+(callables and a polling detail), so they go to the fetcher as given, never into Settings or the env."""
+
 
 class StaticConsumer:
     """An asyncio Kafka consumer with static group membership (KIP-345/394/814).
 
     ``StaticConsumer("orders", bootstrap_servers="k:9092", group_id="billing",
     group_instance_id="billing-0")``; any other setting by its field name in
-    ``staticconsumer.settings.Settings``, or a ready ``settings=``. ``pattern=`` subscribes by regex.
+    ``staticconsumer.settings.Settings``, or a ready ``settings=``. ``pattern=`` subscribes by regex;
+    with neither topics nor pattern, call ``subscribe()`` (before or after ``start()``, as in aiokafka).
+    ``key_deserializer``, ``value_deserializer`` and ``consumer_timeout_ms`` are aiokafka's.
 
     ``request_hook(api_name, version, message)`` sees every group request just before it is sent
     (diagnostics and tests; it runs on the membership thread and must not block). ``observers`` see
@@ -70,6 +79,7 @@ class StaticConsumer:
         api_version_caps: Mapping[str, int] | None = None,
         **options: Any,
     ) -> None:
+        fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
         if settings is not None and options:
             settings = Settings.from_env(environ={}, **{**_settings_fields(settings), **options})
         self.settings = settings or Settings.from_env(environ={}, **options)
@@ -77,9 +87,11 @@ class StaticConsumer:
             raise ConfigurationError("group_id is required: StaticConsumer always joins a consumer group")
         if topics and pattern:
             raise ConfigurationError("subscribe to topics or to a pattern, not both")
-        if not topics and not pattern:
-            raise ConfigurationError("give at least one topic or a pattern to subscribe to")
-        self._subscription = Subscription(topics, pattern)
+        self._fetcher_options = _fetcher_options(fetcher_options)
+        names = _inputs.topics(topics) if topics else frozenset()
+        regex = _inputs.pattern(pattern) if pattern is not None else None
+        self._subscription = Subscription(names, regex)
+        self._wanted: tuple[frozenset[str], str | None] = (names, regex)
         self._request_hook = request_hook
         self.event_log = EventLog.from_settings(self.settings)
         """The membership event log when the settings enable one (its ``dropped`` counts lost records)."""
@@ -91,8 +103,13 @@ class StaticConsumer:
         self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._changed = asyncio.Event()
-        self._partitions = ApplicationPartitions(listener or ConsumerRebalanceListener(), self._changed.set)
+        self._partitions = ApplicationPartitions(
+            ConsumerRebalanceListener() if listener is None else _inputs.listener(listener), self._changed.set
+        )
+        self._partitions.topics = names
         self._fetcher: AIOKafkaConsumer | None = None
+        self._monitor: ConnectionMonitor | None = None
+        self._monitor_task: asyncio.Task[None] | None = None
         self._membership: MembershipThread | None = None
         self._identity: tuple[str, str] | None = None
         self._stopping = False
@@ -113,7 +130,7 @@ class StaticConsumer:
         """Settings from ``<prefix>*`` environment variables; keyword arguments (setting fields) win.
 
         ``consumer_options`` passes constructor options that are not settings (``telemetry``,
-        ``observers``, ``request_hook``, ``api_version_caps``).
+        ``observers``, ``request_hook``, ``api_version_caps``, ``key_deserializer``, ...).
         """
         settings = Settings.from_env(environ, prefix, **overrides)
         return cls(
@@ -130,10 +147,13 @@ class StaticConsumer:
         await self.stop()
 
     async def start(self) -> None:
-        """Connect, check the broker can carry static membership, and start joining (non-blocking).
+        """Connect, check the broker can carry static membership and that the principal may consume,
+        and start joining (non-blocking).
 
-        The membership thread bootstraps its coordinator connection while the fetcher bootstraps its
-        own; either one's failure is raised here.
+        The membership thread bootstraps first: every bootstrap server probed at once, a typed error
+        that says why within request.timeout.ms (nothing listening, a silent server, refused
+        credentials, a missing ACL, a missing topic with fail_on_missing_topics); then the fetcher
+        bootstraps from the server that answered. Either one's failure is raised here.
         """
         s = self.settings
         if s.group_instance_id is not None:
@@ -146,7 +166,9 @@ class StaticConsumer:
                 )
             StaticConsumer._running_identities.add(identity)
             self._identity = identity
+        self._monitor = ConnectionMonitor(f"group {s.group_id!r}")
         self._membership = MembershipThread(
+            monitor=self._monitor,
             settings=s,
             owner=self._partitions,
             assignors=self._assignors,
@@ -156,17 +178,19 @@ class StaticConsumer:
             version_caps=self._version_caps,
             closers=(self.event_log.aclose,) if self.event_log is not None else (),
         )
-        self._fetcher = _aiokafka.new_fetcher(
+        self._fetcher = fetcher = _aiokafka.new_fetcher(
             max_response_bytes=s.response_limits()[1], **self._fetcher_kwargs()
         )
-        self._partitions.fetcher = self._fetcher
-        started = await asyncio.gather(
-            self._membership.start(), self._fetcher.start(), return_exceptions=True
-        )
-        failure = next((r for r in started if isinstance(r, BaseException)), None)
-        if failure is not None:
+        try:
+            await self._membership.start()
+            await _aiokafka.start_consumer_from(fetcher, self._membership.bootstrapped_from)
+            client = _aiokafka.fetcher_client(fetcher)
+            self._monitor.watch(client)
+            self._monitor_task = asyncio.create_task(self._monitor.run(client))
+            await self._partitions.attach(fetcher)
+        except BaseException:
             await self._shut_down(leave_group=False)
-            raise failure
+            raise
 
     def _forward_request(self, api: str, version: int, message: Message) -> None:
         """The request hook as set now (tests and diagnostics may swap it on a running consumer)."""
@@ -187,6 +211,7 @@ class StaticConsumer:
             max_partition_fetch_bytes=s.max_partition_fetch_bytes,
             fetch_max_wait_ms=s.fetch_max_wait_ms,
             max_poll_records=s.max_poll_records,
+            **self._fetcher_options,
         )
         return kwargs
 
@@ -205,14 +230,23 @@ class StaticConsumer:
         await self._shut_down(leave_group)
 
     async def _shut_down(self, leave_group: bool) -> None:
-        membership, self._membership = self._membership, None
+        membership = self._membership  # kept while stopping: the revoke callback may still commit
         try:
             if membership is not None and membership.started:
                 await membership.stop(leave_group, self.settings.request_timeout_ms / 1000)
             elif self.event_log is not None:  # the membership thread closes it when it ran
                 await self.event_log.aclose()
         finally:
+            self._membership = None
             self._partitions.stop_fetching(None)
+            monitor, task = self._monitor, self._monitor_task
+            self._monitor, self._monitor_task = None, None
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+            if monitor is not None:
+                monitor.close()
             if self._fetcher is not None:
                 with contextlib.suppress(Exception):
                     await self._fetcher.stop()
@@ -243,6 +277,20 @@ class StaticConsumer:
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this member currently owns and fetches."""
         return self._partitions.fetching
+
+    @property
+    def connection_state(self) -> ConnectionState:
+        """How much of the cluster this consumer reaches: ``CONNECTED``, ``DEGRADED`` (some brokers
+        unreachable) or ``DISCONNECTED`` (none, or not running). Each change is logged once, as a WARNING."""
+        monitor = self._monitor
+        return ConnectionState.DISCONNECTED if monitor is None else monitor.state
+
+    @property
+    def missing_topics(self) -> frozenset[str]:
+        """Subscribed topics that did not exist at the last check (a WARNING repeats while they are
+        missing; ``fail_on_missing_topics`` makes them fatal instead)."""
+        membership = self._membership
+        return frozenset() if membership is None else membership.missing_topics
 
     # -- records --------------------------------------------------------------------------------
 
@@ -354,18 +402,27 @@ class StaticConsumer:
 
     # -- offsets --------------------------------------------------------------------------------
 
-    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
-        """Commit ``offsets`` (next offset to read), or the positions of every record returned so far."""
-        membership = self._raise_if_unusable()
-        if offsets is None:
+    async def commit(self, offsets: Mapping[Any, Any] | None = None) -> None:
+        """Commit ``offsets`` (the next offset to read per partition), or the positions of every record
+        returned so far.
+
+        Each value is an ``int``, an ``OffsetAndMetadata`` (aiokafka's or ours) or an ``(offset,
+        metadata)`` tuple, as in aiokafka. Bad input is a TypeError or ValueError naming the entry,
+        raised before anything is sent.
+        """
+        to_commit = None if offsets is None else _inputs.commit_offsets(offsets)
+        fatal = self._partitions.snapshot.fatal_error
+        if fatal is not None:
+            raise fatal
+        membership = self._membership  # still there while stop() runs the revoke callback
+        if membership is None:
+            raise ConsumerStoppedError("the consumer is not running: call start() first, or it was stopped")
+        if to_commit is None:
             to_commit = self._partitions.positions()
-        else:
-            to_commit = {
-                TopicPartition(tp[0], tp[1]): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
-                for tp, o in offsets.items()
-            }
-        if not to_commit:
-            return
+            if not to_commit:
+                if self._nothing_subscribed():
+                    raise IllegalStateError("commit(): this consumer is not subscribed to any topics")
+                return
         await membership.commit(to_commit)
 
     def _maybe_auto_commit(self) -> None:
@@ -390,35 +447,228 @@ class StaticConsumer:
         except Exception as error:
             log.info("auto-commit of %d offsets did not complete: %s", len(offsets), error)
 
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The group's committed offset of ``partition`` (any partition, owned or not), None when the
+        group never committed one. Read from the coordinator, within request.timeout.ms."""
+        tp = _inputs.partition(partition, "partition")
+        membership = self._raise_if_unusable()
+        offset = (await membership.committed(frozenset({tp}))).get(tp, -1)
+        return None if offset < 0 else offset
+
+    async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record ``getmany``/``getone`` will return from ``partition`` (owned):
+        after the last record returned, else the committed offset, else where the reset policy puts it."""
+        (tp,) = self._owned((_inputs.partition(partition, "partition"),), "position")
+        return await self._partitions.position(tp)
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's high watermark (offset of the next record produced) as of the last fetch
+        from it; None before the first fetch."""
+        return self._fetch_state(partition, "highwater", AIOKafkaConsumer.highwater)
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        """The last stable offset as of the last fetch (read_committed; -1 with read_uncommitted)."""
+        return self._fetch_state(partition, "last_stable_offset", AIOKafkaConsumer.last_stable_offset)
+
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When (ms since the epoch) ``highwater`` and ``last_stable_offset`` were last updated."""
+        return self._fetch_state(partition, "last_poll_timestamp", AIOKafkaConsumer.last_poll_timestamp)
+
+    def _fetch_state(
+        self, partition: TopicPartition, call: str, read: Callable[[AIOKafkaConsumer, Any], int | None]
+    ) -> int | None:
+        (tp,) = self._owned((_inputs.partition(partition, "partition"),), call)
+        fetched = self._partitions.fetch_state(tp)
+        if fetched is None or self._fetcher is None:
+            return None
+        return read(self._fetcher, fetched)
+
+    async def beginning_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The first offset of each partition (any partition); positions are not changed."""
+        wanted = _inputs.partitions(partitions, "partitions")
+        answer = await self._require_fetcher().beginning_offsets([_kafka(tp) for tp in wanted])
+        return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
+
+    async def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset of the next record to be produced to each partition (any partition)."""
+        wanted = _inputs.partitions(partitions, "partitions")
+        answer = await self._require_fetcher().end_offsets([_kafka(tp) for tp in wanted])
+        return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is at least the given one (ms since the epoch), per
+        partition (any partition); None where there is no such record. ``timestamps`` is not modified."""
+        wanted = _inputs.timestamps(timestamps)
+        answer = await self._require_fetcher().offsets_for_times(
+            {_kafka(tp): ms for tp, ms in wanted.items()}
+        )
+        return {TopicPartition(tp.topic, tp.partition): found for tp, found in answer.items()}
+
     def _require_fetcher(self) -> AIOKafkaConsumer:
-        if self._fetcher is None:
-            raise ConsumerStoppedError("the consumer is not running: call start() first")
+        if self._fetcher is None or self._membership is None or self._stopping:
+            raise ConsumerStoppedError("the consumer is not running: call start() first, or it was stopped")
         return self._fetcher
 
+    def _owned(self, partitions: tuple[TopicPartition, ...], call: str) -> tuple[TopicPartition, ...]:
+        """``partitions`` if this member owns them all (every owned one when empty), else
+        IllegalStateError naming the others; before start() nothing is owned yet."""
+        if self._membership is None or self._fetcher is None:
+            listed = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in partitions) or "partitions"
+            raise IllegalStateError(
+                f"{call}({listed}): this consumer is not running, so it owns no partitions. Call start() "
+                "first; partitions come from the group (seek in on_partitions_assigned, for example)"
+            )
+        return self._partitions.require(partitions, call)
+
     def seek(self, partition: TopicPartition, offset: int) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.sought(TopicPartition(partition.topic, partition.partition), offset)
-        fetcher.seek(KafkaTopicPartition(partition.topic, partition.partition), offset)
+        """Read ``partition`` (owned) from ``offset`` on: next getmany/getone and commits go from there."""
+        tp = _inputs.partition(partition, "partition")
+        where = _inputs.offset(offset, "offset")
+        self._owned((tp,), "seek")
+        self._partitions.sought(tp, where)
+        if self._partitions.fetch_state(tp) is not None:
+            self._require_fetcher().seek(_kafka(tp), where)
 
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.drop_buffered(partitions)
-        await fetcher.seek_to_beginning(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
+        """Read from the oldest available offset of each partition (every owned one when none given)."""
+        return await self._seek_to(partitions, "seek_to_beginning", AIOKafkaConsumer.seek_to_beginning)
 
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.drop_buffered(partitions)
-        await fetcher.seek_to_end(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
+        """Read only records produced from now on (every owned partition when none given)."""
+        return await self._seek_to(partitions, "seek_to_end", AIOKafkaConsumer.seek_to_end)
+
+    async def _seek_to(
+        self,
+        partitions: tuple[TopicPartition, ...],
+        call: str,
+        seek: Callable[..., Awaitable[bool]],
+    ) -> bool:
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), call)
+        self._partitions.reset(wanted)
+        fetched = [ktp for tp in wanted if (ktp := self._partitions.fetch_state(tp)) is not None]
+        if not fetched:
+            return True
+        return bool(await seek(self._require_fetcher(), *fetched))
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
+        """Read each partition (every owned one when none given) from the group's committed offset;
+        returns those offsets (None: nothing committed, the position is left as it is)."""
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), "seek_to_committed")
+        membership = self._raise_if_unusable()
+        committed = await membership.committed(frozenset(wanted))
+        result: dict[TopicPartition, int | None] = {}
+        for tp in wanted:
+            offset = committed.get(tp, -1)
+            result[tp] = None if offset < 0 else offset
+            if offset >= 0 and self._partitions.holds(tp):  # it may have been revoked meanwhile
+                self.seek(tp, offset)
+        return result
 
     def pause(self, *partitions: TopicPartition) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.pause(partitions)
-        fetcher.pause(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+        """Stop returning records of these owned partitions until ``resume`` (no rebalance)."""
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), "pause") if partitions else ()
+        self._partitions.pause(wanted)
+        fetched = [ktp for tp in wanted if (ktp := self._partitions.fetch_state(tp)) is not None]
+        if fetched:
+            self._require_fetcher().pause(*fetched)
 
     def resume(self, *partitions: TopicPartition) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.resume(partitions)
-        fetcher.resume(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+        """Return records of these paused partitions again."""
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), "resume") if partitions else ()
+        self._partitions.resume(wanted)
+        fetched = [ktp for tp in wanted if (ktp := self._partitions.fetch_state(tp)) is not None]
+        if fetched:
+            self._require_fetcher().resume(*fetched)
+
+    def paused(self) -> frozenset[TopicPartition]:
+        """The partitions paused with ``pause`` (and still owned)."""
+        return self._partitions.paused()
+
+    # -- subscription and metadata ----------------------------------------------------------------
+
+    def subscribe(
+        self, topics: Sequence[str] | frozenset[str] = (), pattern: str | None = None, listener: Any = None
+    ) -> None:
+        """Subscribe to ``topics`` or to a regex ``pattern`` instead of what was subscribed before, and
+        make ``listener`` (None: none) the rebalance listener, as aiokafka's ``subscribe`` does.
+
+        Before ``start()`` this is what the consumer will join with. On a running consumer the member
+        rejoins with the new subscription (the rebalance it needs); partitions of topics no longer
+        subscribed stop being fetched at once and are revoked by that rebalance.
+        """
+        if topics and pattern:
+            raise TypeError("subscribe() takes topics or a pattern, not both")
+        if not topics and not pattern:
+            raise TypeError("subscribe() needs topics or a pattern; unsubscribe() drops the subscription")
+        names = _inputs.topics(topics) if topics else frozenset()
+        regex = _inputs.pattern(pattern) if pattern else None
+        chosen = ConsumerRebalanceListener() if listener is None else _inputs.listener(listener)
+        self._partitions.listener = chosen
+        described = f"pattern {regex!r}" if regex is not None else f"topics {sorted(names)}"
+        self._resubscribe(names, regex, f"the application subscribed to {described}")
+
+    def unsubscribe(self) -> None:
+        """Subscribe to nothing: the partitions are revoked by a rebalance and none are assigned again.
+
+        Unlike aiokafka, the member stays in its group (a static member keeps its instance id and sends
+        no LeaveGroup); ``subscribe()`` again to get partitions. ``stop(leave_group=True)`` leaves.
+        """
+        self._resubscribe(frozenset(), None, "the application unsubscribed")
+
+    def _resubscribe(self, names: frozenset[str], regex: str | None, reason: str) -> None:
+        if (names, regex) == self._wanted:
+            return
+        self._wanted = (names, regex)
+        self._partitions.topics = names
+        membership = self._membership
+        if membership is None or self._stopping:  # read by the membership thread when it starts
+            self._subscription.replace(names, regex)
+            return
+        gone = frozenset(tp for tp in self._partitions.fetching if regex is None and tp.topic not in names)
+        if gone:
+            self._partitions.stop_fetching(gone)
+        membership.change_subscription(names, regex, reason)
+        if self._fetcher is not None:
+            _aiokafka.track_topics(self._fetcher, names)
+
+    def subscription(self) -> frozenset[str]:
+        """The topics subscribed: those given, or those the pattern matched at the last metadata refresh."""
+        names, regex = self._wanted
+        if regex is None:
+            return names
+        return self._partitions.snapshot.subscription
+
+    def _nothing_subscribed(self) -> bool:
+        names, regex = self._wanted
+        return not names and regex is None
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Not supported: a StaticConsumer's partitions always come from its group.
+
+        For manual assignment without a group, use aiokafka's ``AIOKafkaConsumer(group_id=None)`` and its
+        ``assign()``; static membership has nothing to add there.
+        """
+        raise IllegalStateError(
+            "assign() is not supported: a StaticConsumer always takes its partitions from its consumer group "
+            "(subscribe() to topics or a pattern). For manual assignment without a group, use aiokafka's "
+            "AIOKafkaConsumer(group_id=None) and its assign()"
+        )
+
+    async def topics(self) -> set[str]:
+        """Every topic this principal may see (fresh cluster metadata; internal topics left out)."""
+        return set(await self._require_fetcher().topics())
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        """The partition ids of ``topic`` from the consumer's metadata (which holds the subscribed and
+        the assigned topics), or None when the metadata does not know the topic (or before start())."""
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be a str, not {type(topic).__name__}: {topic!r}")
+        if self._fetcher is None:
+            return None
+        found = self._fetcher.partitions_for_topic(topic)
+        return None if found is None else set(found)
 
     def _raise_if_unusable(self) -> MembershipThread:
         fatal = self._partitions.snapshot.fatal_error
@@ -428,6 +678,26 @@ class StaticConsumer:
         if membership is None or self._stopping:
             raise ConsumerStoppedError("the consumer is not running: call start() first, or it was stopped")
         return membership
+
+
+def _kafka(tp: TopicPartition) -> KafkaTopicPartition:
+    return KafkaTopicPartition(tp.topic, tp.partition)
+
+
+def _fetcher_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """aiokafka's fetcher options, checked: deserializers are callables (or None), the timeout a number."""
+    checked: dict[str, Any] = {}
+    for name in ("key_deserializer", "value_deserializer"):
+        if name in options:
+            checked[name] = _inputs.deserializer(options[name], name)
+    if "consumer_timeout_ms" in options:
+        timeout = options["consumer_timeout_ms"]
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+            raise TypeError(f"consumer_timeout_ms must be a number of milliseconds, not {timeout!r}")
+        if timeout < 0:
+            raise ValueError(f"consumer_timeout_ms must not be negative, not {timeout}")
+        checked["consumer_timeout_ms"] = timeout
+    return checked
 
 
 def _settings_fields(settings: Settings) -> dict[str, Any]:

@@ -453,6 +453,13 @@ class ConsumerStoppedError(StaticConsumerError):
     """The consumer is not running (never started, or stopped)."""
 
 
+class IllegalStateError(StaticConsumerError, RuntimeError):
+    """A call the consumer's state does not allow: a partition this member does not own (seek, pause,
+    position, highwater...), a commit with nothing subscribed, or ``assign()`` (partitions come from the
+    group). aiokafka raises its own IllegalStateError for the same calls; this one is not a subclass of it,
+    so ``except`` this class (or ``RuntimeError``)."""
+
+
 class DuplicateInstanceIdError(ConfigurationError):
     """Two consumers in one process with the same group and instance id would fence each other forever."""
 

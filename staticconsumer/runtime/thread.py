@@ -265,7 +265,7 @@ class MembershipThread:
         self._call(membership.begin_commit, dict(offsets), _settle(verdict))
         error = await asyncio.wrap_future(verdict)
         if error is not None:
-            raise self._explain(error)
+            raise self._explain(error, frozenset(tp.topic for tp in offsets))
 
     async def committed(self, partitions: frozenset[TopicPartition]) -> Mapping[TopicPartition, int]:
         """The group's committed offsets of ``partitions`` (-1: none), within request.timeout.ms."""
@@ -333,15 +333,15 @@ class MembershipThread:
         elif self._subscribed is not None and not self._subscription.is_empty:
             self._subscribed.set()
 
-    def _explain(self, error: Exception) -> Exception:
+    def _explain(self, error: Exception, topics: frozenset[str] | None = None) -> Exception:
         """Authorization failures from the membership, with the missing ACL named (the same object
-        for the same error, so every later call raises one exception)."""
+        for the same error, so every later call raises one exception). ``topics``: those the failed
+        request named (a commit's), else the subscription's."""
         known = self._explained.get(id(error))
         if known is not None and known[0] is error:
             return known[1]
-        explained = connection.explain_authorization(
-            error, self._settings, self._settings.group_id, self._subscription.topics
-        )
+        named = self._subscription.topics if topics is None else topics
+        explained = connection.explain_authorization(error, self._settings, self._settings.group_id, named)
         if explained is not error:
             self._explained[id(error)] = (error, explained)
         return explained

@@ -488,6 +488,20 @@ def metadata_topics(client: Any) -> set[str]:
     return set(client.cluster.topics())
 
 
+def node_connections(client: Any, node_id: int) -> list[Any]:
+    """The client's connection objects to ``node_id`` (any connection group, open or not)."""
+    return [conn for (node, _), conn in list(client._conns.items()) if node == node_id]
+
+
+def live_connections(client: Any) -> dict[int, list[Any]]:
+    """Node id -> the client's open connections to it (any connection group)."""
+    live: dict[int, list[Any]] = {}
+    for (node, _), conn in list(client._conns.items()):
+        if isinstance(node, int) and conn.connected():
+            live.setdefault(node, []).append(conn)
+    return live
+
+
 def live_nodes(client: Any) -> set[int]:
     """Node ids to which the client holds an open connection right now (any connection group)."""
     return {

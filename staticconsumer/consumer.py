@@ -245,11 +245,11 @@ class StaticConsumer:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
-            if monitor is not None:
-                monitor.close()
             if self._fetcher is not None:
                 with contextlib.suppress(Exception):
                     await self._fetcher.stop()
+            if monitor is not None:  # after the clients closed: their last failures stay folded
+                monitor.close()
             if self._identity is not None:
                 StaticConsumer._running_identities.discard(self._identity)
                 self._identity = None

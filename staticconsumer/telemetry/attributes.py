@@ -102,7 +102,7 @@ TOPICS_MISSING: Final = "staticconsumer.topics.missing"
 """Attribute of that span: every subscribed topic missing after the change (empty: all exist now)."""
 TOPICS: Final = "staticconsumer.topics"
 """Attribute of its events: the topics that went missing, or that appeared."""
-EVENT_TOPICS_MISSING: Final = "staticconsumer.topics.missing"
+EVENT_TOPICS_MISSING: Final = "staticconsumer.topics.not_found"
 EVENT_TOPICS_APPEARED: Final = "staticconsumer.topics.appeared"
 
 # -- metric names -----------------------------------------------------------------------------------
@@ -247,6 +247,13 @@ SPANS: Final[tuple[SpanDoc, ...]] = (
         "none",
     ),
     SpanDoc(
+        _c(SPAN_TOPICS_MISSING),
+        "INTERNAL",
+        "zero-length, each time the set of subscribed topics that do not exist changes (ERROR status while "
+        "any is missing)",
+        "none",
+    ),
+    SpanDoc(
         _c(SPAN_POLL),
         "CLIENT",
         "`getmany()` called → it returned records (a poll that returns nothing records no span); links to "
@@ -270,6 +277,8 @@ EVENTS: Final[tuple[EventDoc, ...]] = (
         f"`{ERROR_TYPE}=FENCED_INSTANCE_ID` and the identity attributes",
     ),
     EventDoc(_c(EVENT_HEARTBEAT_FAILED), "the failed `Heartbeat` span", _c(ERROR_TYPE)),
+    EventDoc(_c(EVENT_TOPICS_MISSING), "`missing topics`: subscribed topics went missing", _c(TOPICS)),
+    EventDoc(_c(EVENT_TOPICS_APPEARED), "`missing topics`: missing topics exist now", _c(TOPICS)),
     EventDoc(
         "`exception`",
         "a `process` span whose record's handling raised",
@@ -388,6 +397,10 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "`rebalance`, `stop`, `membership lost`, `poll timeout`, `fenced`, `fatal error`",
     ),
     AttributeDoc(_c(CALLBACK), "`callback.duration`", "`assigned`, `revoked`, `lost`"),
+    AttributeDoc(
+        _c(TOPICS_MISSING), "`missing topics`", "every subscribed topic missing after the change (or none)"
+    ),
+    AttributeDoc(_c(TOPICS), "the `missing topics` events", "the topics that went missing, or appeared"),
     AttributeDoc(
         _c(ERROR_TYPE),
         "failed spans, events, failure metrics, `process.duration` of a failed record",

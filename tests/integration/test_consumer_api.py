@@ -204,7 +204,7 @@ async def test_a_missing_topic_is_warned_about_reported_and_consumed_once_create
         assert span.attributes is not None
         assert span.attributes["staticconsumer.topics.missing"] == (unique_topic,)
         assert span.attributes["messaging.consumer.group.name"] == unique_group
-        assert [e.name for e in span.events] == ["staticconsumer.topics.missing"]
+        assert [e.name for e in span.events] == ["staticconsumer.topics.not_found"]
 
         kafka_broker.create_topic(unique_topic, 1)
         await produce(bootstrap, unique_topic, 3)

@@ -41,6 +41,8 @@ class _Held:
     None until known (no committed offset and nothing returned yet)."""
     fetching: bool = True
     buffer: collections.deque[ConsumerRecord[Any, Any]] = field(default_factory=collections.deque)
+    reset: str | None = None
+    """``earliest``/``latest`` after seek_to_beginning/end made before the fetcher started: done then."""
 
 
 class ApplicationPartitions:
@@ -149,6 +151,7 @@ class ApplicationPartitions:
             held = self._held.get(tp)
             if held is not None:
                 held.position = rows[-1].offset + 1
+                held.reset = None
 
     def drop_buffered(self, partitions: tuple[TopicPartition, ...]) -> None:
         """Forget buffered records (after a seek): they are fetched again from the new position."""
@@ -162,14 +165,17 @@ class ApplicationPartitions:
         if held is not None:
             held.buffer.clear()
             held.position = offset
+            held.reset = None
 
-    def reset(self, partitions: tuple[TopicPartition, ...]) -> None:
-        """seek_to_beginning/end: the position is the fetcher's until a record is returned again."""
+    def reset(self, partitions: tuple[TopicPartition, ...], where: str) -> None:
+        """seek_to_beginning/end (``where``: earliest/latest): the position is the fetcher's until a
+        record is returned again."""
         for tp in partitions:
             held = self._held.get(tp)
             if held is not None:
                 held.buffer.clear()
                 held.position = None
+                held.reset = where if self.fetcher is None else None
 
     # -- pause -------------------------------------------------------------------------------------
 
@@ -242,6 +248,12 @@ class ApplicationPartitions:
         await self._refetch(
             {tp: h.position for tp, h in self._held.items() if h.fetching and h.position is not None}
         )
+        for where, seek in (("earliest", fetcher.seek_to_beginning), ("latest", fetcher.seek_to_end)):
+            pending = [_kafka(tp) for tp, h in self._held.items() if h.fetching and h.reset == where]
+            if pending:
+                await seek(*pending)
+        for held in self._held.values():
+            held.reset = None
 
     async def _forget(self, partitions: Partitions) -> None:
         for tp in partitions:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
@@ -533,24 +533,21 @@ class StaticConsumer:
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
         """Read from the oldest available offset of each partition (every owned one when none given)."""
-        return await self._seek_to(partitions, "seek_to_beginning", AIOKafkaConsumer.seek_to_beginning)
+        return await self._seek_to(partitions, "seek_to_beginning", "earliest")
 
     async def seek_to_end(self, *partitions: TopicPartition) -> bool:
         """Read only records produced from now on (every owned partition when none given)."""
-        return await self._seek_to(partitions, "seek_to_end", AIOKafkaConsumer.seek_to_end)
+        return await self._seek_to(partitions, "seek_to_end", "latest")
 
-    async def _seek_to(
-        self,
-        partitions: tuple[TopicPartition, ...],
-        call: str,
-        seek: Callable[..., Awaitable[bool]],
-    ) -> bool:
+    async def _seek_to(self, partitions: tuple[TopicPartition, ...], call: str, where: str) -> bool:
         wanted = self._owned(_inputs.partitions(partitions, "partitions"), call)
-        self._partitions.reset(wanted)
+        self._partitions.reset(wanted, where)
         fetched = [ktp for tp in wanted if (ktp := self._partitions.fetch_state(tp)) is not None]
         if not fetched:
-            return True
-        return bool(await seek(self._require_fetcher(), *fetched))
+            return True  # not fetched yet: done when the fetcher starts (see ApplicationPartitions.attach)
+        fetcher = self._require_fetcher()
+        seek = fetcher.seek_to_beginning if where == "earliest" else fetcher.seek_to_end
+        return bool(await seek(*fetched))
 
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
         """Read each partition (every owned one when none given) from the group's committed offset;

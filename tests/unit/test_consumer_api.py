@@ -253,3 +253,56 @@ async def test_the_application_side_runs_an_aiokafka_listener_through_a_whole_li
         ("assigned", frozenset({TP})),
         ("revoked", frozenset({TP})),
     ]
+
+
+class _Client:
+    def __init__(self) -> None:
+        self._topics: set[str] = set()
+
+    def set_topics(self, topics: set[str]) -> None:
+        self._topics = set(topics)
+
+
+class _Fetcher:
+    """What ApplicationPartitions drives of aiokafka's consumer, recorded."""
+
+    def __init__(self) -> None:
+        self._client = _Client()
+        self.assigned: list[Any] = []
+        self.calls: list[tuple[str, Any]] = []
+
+    def assignment(self) -> set[Any]:
+        return set(self.assigned)
+
+    def assign(self, partitions: list[Any]) -> None:
+        self.assigned = list(partitions)
+
+    def seek(self, tp: Any, offset: int) -> None:
+        self.calls.append(("seek", (tuple(tp), offset)))
+
+    async def seek_to_beginning(self, *tps: Any) -> bool:
+        self.calls.append(("beginning", sorted(tuple(tp) for tp in tps)))
+        return True
+
+    async def seek_to_end(self, *tps: Any) -> bool:
+        self.calls.append(("end", sorted(tuple(tp) for tp in tps)))
+        return True
+
+
+async def test_a_seek_made_in_the_listener_before_the_fetcher_started_is_not_lost() -> None:
+    """The group can assign (and the listener seek) while the fetcher still bootstraps."""
+    listener = AiokafkaStyle()
+    partitions = ApplicationPartitions(listener, lambda: None)
+    tp1, tp2 = TopicPartition("orders", 1), TopicPartition("orders", 2)
+    await partitions.assign(frozenset({TP, tp1, tp2}), frozenset({TP, tp1, tp2}), 1, {TP: 4, tp1: 9})
+    partitions.reset((TP,), "earliest")
+    partitions.sought(tp1, 2)
+    partitions.reset((tp2,), "latest")
+    fetcher = _Fetcher()
+    partitions.topics = frozenset({"orders"})
+    await partitions.attach(fetcher)  # type: ignore[arg-type]
+    assert set(fetcher.assigned) == {TP, tp1, tp2}
+    assert ("seek", (("orders", 1), 2)) in fetcher.calls
+    assert ("beginning", [("orders", 0)]) in fetcher.calls
+    assert ("end", [("orders", 2)]) in fetcher.calls
+    assert fetcher._client._topics == {"orders"}

@@ -181,9 +181,23 @@ class StaticConsumer:
         self._fetcher = fetcher = _aiokafka.new_fetcher(
             max_response_bytes=s.response_limits()[1], **self._fetcher_kwargs()
         )
+        membership = self._membership
+        ready = asyncio.ensure_future(membership.start())
+        fetcher_started: asyncio.Future[None] | None = None
         try:
-            await self._membership.start()
-            await _aiokafka.start_consumer_from(fetcher, self._membership.bootstrapped_from)
+            try:  # the fetcher bootstraps while the membership checks access
+                answered = await membership.bootstrapped()
+                fetcher_started = asyncio.ensure_future(_aiokafka.start_consumer_from(fetcher, answered))
+                await ready
+                await fetcher_started
+            finally:
+                for pending in (ready, fetcher_started):
+                    if pending is None:
+                        continue
+                    if not pending.done():
+                        pending.cancel()
+                    with contextlib.suppress(BaseException):
+                        await pending  # settles it: no "exception was never retrieved"
             client = _aiokafka.fetcher_client(fetcher)
             self._monitor.watch(client)
             self._monitor_task = asyncio.create_task(self._monitor.run(client))

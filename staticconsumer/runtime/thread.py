@@ -103,6 +103,17 @@ def _settle(verdict: concurrent.futures.Future[Exception | None]) -> Callable[[E
     return settle
 
 
+def _resolve(future: concurrent.futures.Future[Any], value: Any) -> None:
+    """Set a start-up future unless it is settled already (or the waiting start() was cancelled)."""
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: concurrent.futures.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
 class _OnApplicationLoop:
     """The application's PartitionOwner as the membership thread calls it: each call runs on the
     application's loop, in the order made; awaiting the result never blocks the membership loop."""
@@ -192,6 +203,7 @@ class MembershipThread:
         self._task: asyncio.Task[None] | None = None
         self._membership: MembershipLoop | None = None
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._answered: concurrent.futures.Future[str] = concurrent.futures.Future()
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
         self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
         self._last_poll_posted = float("-inf")
@@ -212,12 +224,18 @@ class MembershipThread:
     # -- the application's side ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the thread and wait until it has bootstrapped (its errors are raised here)."""
+        """Start the thread and wait until it has bootstrapped and checked access (its errors are
+        raised here)."""
         app_loop = asyncio.get_running_loop()
         self._owner = _OnApplicationLoop(self._owner, app_loop, self._explain)
         self._app_loop = app_loop
         self._thread.start()
         await asyncio.wrap_future(self._ready)
+
+    async def bootstrapped(self) -> str:
+        """The bootstrap server that answered (``host:port``), as soon as it did (before the access
+        check), so the fetcher can bootstrap meanwhile; raises what ended the start before it."""
+        return await asyncio.wrap_future(self._answered)
 
     @property
     def snapshot(self) -> MemberSnapshot:
@@ -400,8 +418,8 @@ class MembershipThread:
         except BaseException as failure:  # the thread must always report its end
             log.exception("the membership thread of group %s failed", self._settings.group_id)
             error = failure if isinstance(failure, Exception) else None
-            if not self._ready.done():
-                self._ready.set_exception(failure)
+            _fail(self._ready, failure)
+            _fail(self._answered, failure)
         finally:
             membership = self._membership
             if membership is not None and error is None:
@@ -424,6 +442,7 @@ class MembershipThread:
             try:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
                 self.bootstrapped_from = await connection.bootstrap(client, settings)
+                _resolve(self._answered, self.bootstrapped_from)
                 if settings.group_instance_id is not None:
                     await check_static_membership_supported(client)
                 watch = self._topic_watch = TopicWatch(
@@ -451,14 +470,15 @@ class MembershipThread:
                     version_caps=self._version_caps,
                 )
             except BaseException as error:
-                self._ready.set_exception(error)
+                _fail(self._ready, error)
+                _fail(self._answered, error)
                 return
             if self._monitor is not None:
                 self._monitor.watch(client)
                 self._monitor.watch_topics(named)
                 self._monitor.install()
                 tasks.append(asyncio.ensure_future(self._monitor.run(client)))
-            self._ready.set_result(None)
+            _resolve(self._ready, None)
             tasks.append(asyncio.ensure_future(self._watch_application()))
             if self._subscription.is_empty and not await self._first_subscription():
                 return

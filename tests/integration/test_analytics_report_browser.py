@@ -16,15 +16,9 @@ from staticconsumer.analytics import report
 from staticconsumer.analytics.browser import Chromium
 from staticconsumer.analytics.job import Options
 from staticconsumer.analytics.run import analyze
-from staticconsumer.analytics.session import spark_session
 from staticconsumer.analytics.synthetic import FleetSpec, SyntheticSession, write_fleet, write_lines
 
 T = "orders"
-
-
-@pytest.fixture(scope="module")
-def spark() -> SparkSession:
-    return spark_session("local[2]", config={"spark.sql.shuffle.partitions": "2"})
 
 
 def _static_rollout(directory: Path) -> None:

@@ -30,7 +30,6 @@ from pyspark.sql import functions as F
 
 from staticconsumer.analytics.jars import spark_home
 from staticconsumer.analytics.run import analyze
-from staticconsumer.analytics.session import spark_session
 from staticconsumer.demo import MEMBERS, Member, ModeResult, run_mode
 from staticconsumer.testing import EmbeddedKafka
 
@@ -50,11 +49,6 @@ TABLES = (
 
 UNOWNED_TOLERANCE_PER_GAP = 0.1
 """Seconds per handover (measured: 12-15 ms per gap on a loaded two-core machine, the offset fetch)."""
-
-
-@pytest.fixture(scope="module")
-def spark() -> SparkSession:
-    return spark_session("local[2]", config={"spark.sql.shuffle.partitions": "2"})
 
 
 def _all_stopped(members: list[Member], within: float = 30.0) -> None:

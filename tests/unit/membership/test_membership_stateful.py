@@ -387,6 +387,7 @@ _SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
+
 class CooperativeStaticMembershipModel(MembershipModel):
     static = True
     protocol = RebalanceProtocol.COOPERATIVE

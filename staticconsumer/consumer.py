@@ -33,6 +33,7 @@ from staticconsumer.eventlog import EventLog
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, OffsetAndMetadata, TopicPartition
 from staticconsumer.protocol import Message
+from staticconsumer.runtime.assignment import rebalance_protocol_of
 from staticconsumer.runtime.subscription import Subscription
 from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
@@ -90,6 +91,7 @@ class StaticConsumer:
         )
         self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
+        self._rebalance_protocol = rebalance_protocol_of(self._assignors)
         self._changed = asyncio.Event()
         self._partitions = ApplicationPartitions(listener or ConsumerRebalanceListener(), self._changed.set)
         self._fetcher: AIOKafkaConsumer | None = None
@@ -151,6 +153,7 @@ class StaticConsumer:
             owner=self._partitions,
             assignors=self._assignors,
             subscription=self._subscription,
+            rebalance_protocol=self._rebalance_protocol,
             observers=self._observers,
             on_request=self._forward_request,
             version_caps=self._version_caps,
@@ -237,8 +240,9 @@ class StaticConsumer:
 
     @property
     def rebalance_protocol(self) -> str:
-        """How this member moves partitions in a rebalance: ``eager`` or ``cooperative``."""
-        return self._partitions.snapshot.rebalance_protocol
+        """How this member moves partitions in a rebalance: ``cooperative`` when every configured assignor
+        supports it (``cooperative-sticky``), else ``eager``; fixed when the consumer is built."""
+        return self._rebalance_protocol.value
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this member currently owns and fetches."""

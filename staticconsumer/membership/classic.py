@@ -643,6 +643,8 @@ class ClassicMachine:
         if self._rebalance_protocol is RebalanceProtocol.EAGER:
             self._emit_all(ownership.revoke(ownership.owned, ReleaseReason.REBALANCE, everything=True))
             return True
+        if self._config.decode_subscription is None:
+            return False  # the topics are unknown to the machine: nothing can be told unsubscribed
         unsubscribed = release_before_join(self._rebalance_protocol, ownership.owned, self._own_topics())
         if not unsubscribed:
             return False

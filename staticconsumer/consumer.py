@@ -296,20 +296,22 @@ class StaticConsumer:
                     return {}
                 await self._wait_for_change(remaining)
                 continue
-            generation = self.generation
+            holding = self._partitions.holding(owned)
             records = await self._interruptible_fetch(owned, remaining, max_records)
             self._raise_if_unusable()
-            if records is None or generation != self.generation:
-                # Interrupted by a rebalance: what was fetched for old partitions is dropped and will be
-                # read again from the committed offset by whoever owns it next. Nothing is skipped.
+            if records is None:
                 if time.monotonic() >= deadline:
                     return {}
                 continue
+            # Records of a partition still held as it was when the fetch began are delivered, whatever
+            # the generation (a cooperative member keeps fetching through rebalances; dropping them
+            # would skip them, as the fetcher has moved past them). Those of a partition revoked, lost
+            # or assigned anew meanwhile are dropped: they are read again from the committed offset.
             result: Records = {}
-            fetching = self._partitions.fetching
             for tp, batch in records.items():
                 ours = TopicPartition(tp.topic, tp.partition)
-                if batch and ours in fetching:
+                token = holding.get(ours)
+                if batch and token is not None and self._partitions.still_held(ours, token):
                     result[ours] = batch
             if result or time.monotonic() >= deadline:
                 return result

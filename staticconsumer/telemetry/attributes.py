@@ -308,6 +308,12 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "rebalancing`; absent on a first join",
     ),
     AttributeDoc(
+        _c(REBALANCE_PROTOCOL),
+        "(re)join",
+        "how the member moves partitions: `eager` (everything revoked before it rejoins) or "
+        "`cooperative` (KIP-429: only what moves is revoked, after SyncGroup)",
+    ),
+    AttributeDoc(
         _c(GENERATION_BEFORE), "(re)join", "the generation the member last was STABLE in; -1 for a first join"
     ),
     AttributeDoc(_c(GENERATION_AFTER), "(re)join", "the generation it is STABLE in now"),

@@ -118,6 +118,16 @@ class ApplicationPartitions:
         committed by it or inside it)."""
         return {tp: OffsetAndMetadata(h.position) for tp, h in self._held.items() if h.position is not None}
 
+    def holding(self, partitions: Partitions) -> dict[TopicPartition, object]:
+        """A token per partition held now. Records a fetch started under a token are delivered only if
+        the partition is still held under the same one (``still_held``): kept through a cooperative
+        rebalance, yes; revoked, lost or given back anew (positions reset), no."""
+        return {tp: self._held[tp] for tp in partitions if tp in self._held}
+
+    def still_held(self, partition: TopicPartition, token: object) -> bool:
+        held = self._held.get(partition)
+        return held is not None and held is token and held.fetching
+
     # -- buffered records ---------------------------------------------------------------------------
 
     def take(self, wanted: Partitions, max_records: int | None) -> Records:
@@ -271,6 +281,10 @@ class ApplicationPartitions:
         if current == set(self._fetching) and not seeks:
             return
         kept = (current & self._fetching) - set(seeks)
+        for tp in kept:  # may wait for a position being reset (offset reset policy)
+            await fetcher.position(_kafka(tp))
+        # Every position is valid now, so this pass never suspends: no fetch can move a kept partition
+        # between reading its place and re-assigning the fetcher (which forgets it).
         places = {tp: await fetcher.position(_kafka(tp)) for tp in kept}
         fetcher.assign([_kafka(tp) for tp in self._fetching])
         _aiokafka.track_topics(fetcher, self.topics)

@@ -36,6 +36,7 @@ from staticconsumer.eventlog import EventLog
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, OffsetAndMetadata, TopicPartition
 from staticconsumer.protocol import Message
+from staticconsumer.runtime.assignment import rebalance_protocol_of
 from staticconsumer.runtime.subscription import Subscription
 from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
@@ -102,6 +103,7 @@ class StaticConsumer:
         )
         self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
+        self._rebalance_protocol = rebalance_protocol_of(self._assignors)
         self._changed = asyncio.Event()
         self._partitions = ApplicationPartitions(
             ConsumerRebalanceListener() if listener is None else _inputs.listener(listener), self._changed.set
@@ -173,6 +175,7 @@ class StaticConsumer:
             owner=self._partitions,
             assignors=self._assignors,
             subscription=self._subscription,
+            rebalance_protocol=self._rebalance_protocol,
             observers=self._observers,
             on_request=self._forward_request,
             version_caps=self._version_caps,
@@ -285,8 +288,9 @@ class StaticConsumer:
 
     @property
     def rebalance_protocol(self) -> str:
-        """How this member moves partitions in a rebalance: ``eager`` or ``cooperative``."""
-        return self._partitions.snapshot.rebalance_protocol
+        """How this member moves partitions in a rebalance: ``cooperative`` when every configured assignor
+        supports it (``cooperative-sticky``), else ``eager``; fixed when the consumer is built."""
+        return self._rebalance_protocol.value
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this member currently owns and fetches."""
@@ -354,20 +358,22 @@ class StaticConsumer:
                     return {}
                 await self._wait_for_change(remaining)
                 continue
-            generation = self.generation
+            holding = self._partitions.holding(owned)
             records = await self._interruptible_fetch(owned, remaining, max_records)
             self._raise_if_unusable()
-            if records is None or generation != self.generation:
-                # Interrupted by a rebalance: what was fetched for old partitions is dropped and will be
-                # read again from the committed offset by whoever owns it next. Nothing is skipped.
+            if records is None:
                 if time.monotonic() >= deadline:
                     return {}
                 continue
+            # Records of a partition still held as it was when the fetch began are delivered, whatever
+            # the generation (a cooperative member keeps fetching through rebalances; dropping them
+            # would skip them, as the fetcher has moved past them). Those of a partition revoked, lost
+            # or assigned anew meanwhile are dropped: they are read again from the committed offset.
             result: Records = {}
-            fetching = self._partitions.fetching
             for tp, batch in records.items():
                 ours = TopicPartition(tp.topic, tp.partition)
-                if batch and ours in fetching:
+                token = holding.get(ours)
+                if batch and token is not None and self._partitions.still_held(ours, token):
                     result[ours] = batch
             if result or time.monotonic() >= deadline:
                 return result

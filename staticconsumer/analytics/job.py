@@ -309,6 +309,8 @@ def generations(events: DataFrame) -> DataFrame:
         F.max(F.col("skip_assignment").cast("int")).cast("boolean").alias("skip_assignment"),
         F.min_by("protocol", "ts").alias("protocol"),
         F.max("group_protocol").alias("group_protocol"),
+        # Optional in the log (absent before cooperative existed): [] then; both during a migration.
+        F.array_sort(F.collect_set("rebalance_protocol")).alias("rebalance_protocols"),
     )
     by_gen = Window.partitionBy("group").orderBy("generation")
     gens = gens.withColumn("next_start_ts", F.lead("start_ts").over(by_gen)).withColumn(

@@ -9,6 +9,7 @@ membership thread (thread.py); it is not thread-safe itself.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -81,6 +82,17 @@ def encode_subscription(
         generation_id=generation,
         rack_id=rack,
     ).encode()
+
+
+def _claimed(metadata: bytes | None) -> tuple[TopicPartition, ...]:
+    """The partitions a member said it owned when it joined (cooperative members; empty for eager)."""
+    if not metadata:
+        return ()
+    try:
+        owned = Subscription.decode(metadata).owned_partitions
+    except Exception:
+        return ()
+    return tuple(TopicPartition(o.topic, p) for o in owned for p in o.partitions)
 
 
 def decode_assignment(data: bytes) -> list[TopicPartition]:
@@ -187,6 +199,12 @@ class MembershipLoop:
         it succeeds (the caller bounds it)."""
         return await self._fetch_committed(partitions)
 
+    def joining(self, join: actions.SendJoinGroup) -> actions.SendJoinGroup:
+        """The JoinGroup with the subscription encoded as the member joins (Java's ``metadata()``): what a
+        cooperative member still owns, the generation it owns it from, and the assignors' user data of
+        the assignment it last received. Encoded earlier, any of these would be stale."""
+        return dataclasses.replace(join, protocols=self.protocols())
+
     def protocols(self) -> tuple[GroupProtocol, ...]:
         topics = self._topics.topics
         owned = self.machine.assignment
@@ -266,6 +284,8 @@ class MembershipLoop:
         self._task_group.start_soon(work)
 
     def _dispatch(self, action: actions.Action) -> None:
+        if isinstance(action, actions.SendJoinGroup):
+            action = self.joining(action)
         spec = REQUESTS.get(type(action))
         if spec is not None:
             self._spawn(lambda: self._request(action, spec))
@@ -468,6 +488,7 @@ class MembershipLoop:
                 m.group_instance_id,
                 frozenset(subscribed_topics(m.member_metadata)) if m.member_metadata else frozenset(),
                 tuple(decode_assignment(m.member_assignment)),
+                _claimed(m.member_metadata),
             )
             for m in group.members
         )

@@ -56,6 +56,7 @@ from staticconsumer.protocol import (
 )
 from staticconsumer.settings import Settings
 
+from .assignment import rebalance_protocol_of
 from .loop import MembershipLoop, decode_assignment
 from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner, Partitions
@@ -179,7 +180,7 @@ class MembershipThread:
         owner: PartitionOwner,
         assignors: Sequence[assignor_lib.Assignor],
         subscription: Subscription,
-        rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER,
+        rebalance_protocol: RebalanceProtocol | None = None,
         observers: Sequence[MembershipObserver] = (),
         on_request: Callable[[str, int, Message], None] | None = None,
         version_caps: Mapping[str, int] | None = None,
@@ -191,7 +192,8 @@ class MembershipThread:
         self._owner = owner
         self._assignors = tuple(assignors)
         self._subscription = subscription
-        self._rebalance_protocol = rebalance_protocol
+        self._rebalance_protocol = rebalance_protocol or rebalance_protocol_of(self._assignors)
+        """Chosen once, from the assignors, as Java's ConsumerCoordinator chooses it."""
         self._observers = tuple(observers)
         self._on_request = on_request
         self._version_caps = dict(version_caps or {})
@@ -478,6 +480,12 @@ class MembershipThread:
                 self._monitor.watch_topics(named)
                 self._monitor.install()
                 tasks.append(asyncio.ensure_future(self._monitor.run(client)))
+            log.info(
+                "group %s: %s rebalance protocol (assignors %s)",
+                settings.group_id,
+                self._rebalance_protocol.value,
+                ", ".join(a.name for a in self._assignors),
+            )
             _resolve(self._ready, None)
             tasks.append(asyncio.ensure_future(self._watch_application()))
             if self._subscription.is_empty and not await self._first_subscription():

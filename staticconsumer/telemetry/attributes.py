@@ -47,6 +47,8 @@ REQUEST_OUTCOME: Final = "staticconsumer.request.outcome"
 REBALANCE_KIND: Final = "staticconsumer.rebalance.kind"
 REBALANCE_OUTCOME: Final = "staticconsumer.rebalance.outcome"
 REBALANCE_REASON: Final = "staticconsumer.rebalance.reason"
+REBALANCE_PROTOCOL: Final = "staticconsumer.rebalance.protocol"
+"""How the member moves partitions under the classic protocol: ``eager`` or ``cooperative`` (KIP-429)."""
 GENERATION_BEFORE: Final = "staticconsumer.rebalance.generation.before"
 GENERATION_AFTER: Final = "staticconsumer.rebalance.generation.after"
 LEADER: Final = "staticconsumer.rebalance.leader"
@@ -322,6 +324,12 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "(re)join, `JoinGroup`",
         "the JoinGroup reason (as sent to the broker, 255 chars at most), e.g. `group is already "
         "rebalancing`; absent on a first join",
+    ),
+    AttributeDoc(
+        _c(REBALANCE_PROTOCOL),
+        "(re)join",
+        "how the member moves partitions: `eager` (everything revoked before it rejoins) or "
+        "`cooperative` (KIP-429: only what moves is revoked, after SyncGroup)",
     ),
     AttributeDoc(
         _c(GENERATION_BEFORE), "(re)join", "the generation the member last was STABLE in; -1 for a first join"

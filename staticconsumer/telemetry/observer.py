@@ -217,6 +217,7 @@ class _Episode:
     started_at: float
     generation_before: int
     reason: str = ""
+    rebalance_protocol: str | None = None
     join_attempts: int = 0
     leader: bool = False
     leadership_guessed: bool = False
@@ -474,6 +475,9 @@ class TelemetryObserver(MembershipObserver):
                 episode.join_attempts += 1
                 if not episode.reason and milestone.reason:
                     episode.reason = milestone.reason
+                if milestone.rebalance_protocol is not None:
+                    episode.rebalance_protocol = milestone.rebalance_protocol
+                    episode.span.set_attribute(a.REBALANCE_PROTOCOL, milestone.rebalance_protocol)
             case Joined():
                 episode = self._ensure_episode(now)
                 episode.leader = milestone.leader
@@ -596,6 +600,8 @@ class TelemetryObserver(MembershipObserver):
         }
         if episode.reason:
             attrs[a.REBALANCE_REASON] = episode.reason
+        if episode.rebalance_protocol is not None:
+            attrs[a.REBALANCE_PROTOCOL] = episode.rebalance_protocol
         if machine is not None:
             if machine.member_id:
                 attrs[a.MEMBER_ID] = machine.member_id

@@ -18,6 +18,7 @@ from staticconsumer.membership import (
     MembershipConfig,
     MembershipMachine,
     OffsetAndMetadata,
+    RebalanceProtocol,
     TopicPartition,
 )
 from staticconsumer.membership import actions as act
@@ -105,7 +106,14 @@ class Telemetry:
 class Member:
     """One machine and its observer, fed events at a fake monotonic clock."""
 
-    def __init__(self, telemetry: Telemetry, *, instance_id: str | None = INSTANCE, **overrides: Any) -> None:
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        *,
+        instance_id: str | None = INSTANCE,
+        rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER,
+        **overrides: Any,
+    ) -> None:
         settings: dict[str, Any] = {
             "group_id": GROUP,
             "group_instance_id": instance_id,
@@ -115,7 +123,7 @@ class Member:
             "max_poll_interval_ms": 60_000,
         }
         settings.update(overrides)
-        self.m = MembershipMachine(MembershipConfig(**settings))
+        self.m = MembershipMachine(MembershipConfig(**settings), rebalance_protocol)
         self.now = MONO0
         self.wall0 = WALL0
         self.observer = TelemetryObserver(

@@ -481,7 +481,6 @@ class AssignorError(StaticConsumerError):
         super().__init__(f"assignor {assignor!r} {message}")
 
 
-
 # -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------
 
 

@@ -154,11 +154,31 @@ async def test_follow_flags_the_storm_of_a_real_dynamic_bounce_while_it_happens(
     out, stderr_path = tmp_path / "live", tmp_path / "follow.stderr"
     with stderr_path.open("w") as stderr:
         follower = subprocess.Popen(  # noqa: ASYNC220 - a long-lived process, read by a thread
-            [sys.executable, "-m", "staticconsumer.cli", "analyze", "--follow", log_topic,
-             "--bootstrap-servers", kafka_broker.bootstrap_servers, "--master", "local[2]",
-             "--storm-rebalances", "1", "--storm-seconds", "120", "--watermark", "60", "--trigger", "1",
-             "--out", str(out)],
-            stdout=subprocess.PIPE, stderr=stderr, text=True,
+            [
+                sys.executable,
+                "-m",
+                "staticconsumer.cli",
+                "analyze",
+                "--follow",
+                log_topic,
+                "--bootstrap-servers",
+                kafka_broker.bootstrap_servers,
+                "--master",
+                "local[2]",
+                "--storm-rebalances",
+                "1",
+                "--storm-seconds",
+                "120",
+                "--watermark",
+                "60",
+                "--trigger",
+                "1",
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
         )
     assert follower.stdout is not None
     lines = Lines(follower.stdout)

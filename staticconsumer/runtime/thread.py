@@ -21,13 +21,16 @@ import contextlib
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
+from staticconsumer.broker_support import ensure_consumer_protocol
 from staticconsumer.errors import ConsumerStoppedError, StaticMembershipUnsupportedError
 from staticconsumer.membership import (
+    AnyMachine,
     MembershipConfig,
     MembershipObserver,
     OffsetAndMetadata,
@@ -44,9 +47,11 @@ from staticconsumer.protocol import (
     OffsetCommitRequest,
     SyncGroupRequest,
     subscribed_topics,
+    uuid_text,
 )
 from staticconsumer.settings import Settings
 
+from .instance_lock import InstanceLock
 from .loop import MembershipLoop, decode_assignment
 from .owner import MemberSnapshot, PartitionOwner, Partitions
 from .subscription import Subscription
@@ -80,6 +85,16 @@ async def check_static_membership_supported(client: Any) -> None:
                 f"needs v{needed}+ (Kafka 2.3 or later). Refusing to fall back to dynamic membership "
                 f"silently; unset group_instance_id to join as a dynamic member"
             )
+
+
+def new_member_id() -> str:
+    """A consumer-protocol member id, generated once per member as Java does (KIP-1082): a random Kafka Uuid
+    in its text form, never one starting with '-' (Kafka's Uuid.randomUuid rule, so it cannot read as a
+    command-line option)."""
+    while True:
+        text = uuid_text(uuid.uuid4())
+        if not text.startswith("-"):
+            return text
 
 
 def _settle(verdict: concurrent.futures.Future[Exception | None]) -> Callable[[Exception | None], None]:
@@ -167,6 +182,9 @@ class MembershipThread:
         self._config = MembershipConfig.from_settings(
             settings, decode_assignment=decode_assignment, decode_subscription=subscribed_topics
         )
+        self._member_id = new_member_id() if settings.group_protocol == "consumer" else None
+        """KIP-1082: the client's own member id, for the life of this consumer (consumer protocol)."""
+        self._instance_lock: InstanceLock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._membership: MembershipLoop | None = None
@@ -287,10 +305,14 @@ class MembershipThread:
         try:
             try:
                 await client.bootstrap()
-                if settings.group_instance_id is not None:
+                if settings.group_protocol == "consumer":
+                    # A clear error naming the broker's release rather than a refusal at the first heartbeat;
+                    # the coordinator itself is checked again by every heartbeat (requests.py).
+                    await ensure_consumer_protocol(client, _aiokafka.any_node(client))
+                elif settings.group_instance_id is not None:
                     await check_static_membership_supported(client)
                 self._membership = MembershipLoop(
-                    machine=new_machine(self._config, self._rebalance_protocol),
+                    machine=self._new_machine(),
                     client=client,
                     owner=self._owner,
                     assignors=self._assignors,
@@ -319,6 +341,32 @@ class MembershipThread:
                     log.exception("closing %r at the end of membership failed", close)
             with contextlib.suppress(Exception):
                 await client.close()
+            if self._instance_lock is not None:
+                self._instance_lock.release()
+
+    def _new_machine(self) -> AnyMachine:
+        settings = self._settings
+        if settings.group_protocol != "consumer":
+            return new_machine(self._config, self._rebalance_protocol)
+        assert self._member_id is not None
+        evidence = None
+        if settings.group_instance_id is not None:
+            self._instance_lock = InstanceLock.acquire(
+                cluster=",".join(sorted(settings.bootstrap_servers)),
+                group=settings.group_id,
+                instance_id=settings.group_instance_id,
+                member_id=self._member_id,
+            )
+            evidence = self._instance_lock.evidence
+        log.info(
+            "group %s: consumer protocol (KIP-848), member id %s%s",
+            settings.group_id,
+            self._member_id,
+            "" if settings.group_instance_id is None else f", instance id {settings.group_instance_id}",
+        )
+        return new_machine(
+            self._config, group_protocol="consumer", member_id=self._member_id, evidence=evidence
+        )
 
     async def _watch_application(self) -> None:
         """An application that exits without stop() leaves no orphan member heartbeating forever."""

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import pytest
 
+from staticconsumer.bounce import MODES, BounceSettings, bounce
 from staticconsumer.testing import EmbeddedKafka
 from staticconsumer.testing.fleet import MemberProcess, MemberSpec
 from staticconsumer.testing.proxy import wait_for_async
@@ -114,3 +116,16 @@ async def test_sigkill_and_restart_within_the_session_takes_the_same_partitions(
         await run.stable()
         await run.finish()
     _assert_clean(run)
+
+
+async def test_the_rolling_bounce_benchmarks_consumer_protocol_mode(kafka_broker: EmbeddedKafka) -> None:
+    """The rolling-bounce benchmark's staticconsumer-consumer mode, small: nobody moves, no new epoch."""
+    mode = MODES["staticconsumer-consumer"]
+    settings = BounceSettings(members=2, partitions_per_member=2, grace=1.0)
+    topic = f"bounce-consumer-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(kafka_broker.create_topic, topic, settings.partitions)
+    result = await bounce(mode, kafka_broker.bootstrap_servers, topic, topic, settings)
+    assert len(result.restarts) == 2
+    assert result.revoked_from_others == 0
+    assert result.rebalances == 0, f"new member epochs after the group settled: {result.generations}"
+    assert all(r.timeline.get("synced") is not None for r in result.restarts), "the timeline of a restart"

@@ -337,7 +337,31 @@ class UnstableOffsetCommitError(BrokerError):
 
 
 class UnreleasedInstanceIdError(BrokerError):
+    """KIP-848: the broker still gives this group.instance.id to an earlier member, which never released it
+    (a leave with epoch -2 or -1); the newcomer is refused, the holder keeps its place.
+
+    ``cause`` says which of the two causes applies: ``"live-process"`` (another process is heartbeating
+    with this instance id) or ``"previous-run"`` (an earlier run did not leave, and the broker keeps its
+    place until its session expires). ``holder_member_id`` is the member id the broker named;
+    ``waited_seconds`` how long the consumer retried before giving up.
+    """
+
     code = ErrorCode.UNRELEASED_INSTANCE_ID
+    LIVE_PROCESS: ClassVar[str] = "live-process"
+    PREVIOUS_RUN: ClassVar[str] = "previous-run"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        cause: str | None = None,
+        holder_member_id: str | None = None,
+        waited_seconds: float | None = None,
+    ) -> None:
+        self.cause = cause
+        self.holder_member_id = holder_member_id
+        self.waited_seconds = waited_seconds
+        super().__init__(message)
 
 
 class StaleMemberEpochError(BrokerError):

@@ -22,6 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
 from staticconsumer.errors import (
+    ConsumerProtocolUnsupportedError,
     DecodeError,
     EncodeError,
     ErrorCode,
@@ -31,7 +32,8 @@ from staticconsumer.errors import (
 )
 from staticconsumer.leader import DescribedMember, GroupView
 from staticconsumer.membership import (
-    ClassicMachine,
+    AnyMachine,
+    ConsumerGroupMachine,
     FailureKind,
     GroupProtocol,
     MembershipObserver,
@@ -106,7 +108,7 @@ class MembershipLoop:
     def __init__(
         self,
         *,
-        machine: ClassicMachine,
+        machine: AnyMachine,
         client: Any,
         owner: PartitionOwner,
         assignors: Sequence[assignor_lib.Assignor],
@@ -145,7 +147,12 @@ class MembershipLoop:
         self._commits: dict[int, CommitDone] = {}
         self._next_commit_id = 0
         self._task_group: TaskGroup | None = None
-        self._snapshot = MemberSnapshot(rebalance_protocol=machine.rebalance_protocol.value)
+        self._consumer_protocol = isinstance(machine, ConsumerGroupMachine)
+        """KIP-848: the broker assigns and resolves patterns; no client-side assignor, no leader duties."""
+        self._snapshot = MemberSnapshot(
+            rebalance_protocol=machine.rebalance_protocol.value,
+            group_protocol="consumer" if self._consumer_protocol else "classic",
+        )
         self.stopped = anyio.Event()
         self.stop_error: Exception | None = None
 
@@ -179,7 +186,18 @@ class MembershipLoop:
 
     def update_protocols(self, reason: str) -> None:
         """Rejoin with fresh subscription metadata (the subscription changed, or the leader rebalances)."""
-        self.post(events.UpdateProtocols(now=self.now(), protocols=self.protocols(), reason=reason))
+        topics, pattern = self._subscribed()
+        self.post(
+            events.UpdateProtocols(
+                now=self.now(), protocols=self.protocols(), reason=reason, topics=topics, pattern=pattern
+            )
+        )
+
+    def _subscribed(self) -> tuple[frozenset[str], str | None]:
+        """The subscription as the consumer protocol sends it: topic names, or the pattern itself (the
+        broker resolves it); the classic machine reads ``protocols()`` instead."""
+        pattern = self._topics.pattern
+        return self._topics.names, None if pattern is None else pattern.pattern
 
     def resubscribe(self, reason: str) -> None:
         """The application replaced the subscription (``Subscription.replace``): match a new pattern
@@ -231,10 +249,14 @@ class MembershipLoop:
             async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
                 task_group.start_soon(self.duties.run)
-                if self._topics.pattern is not None:
+                if self._topics.pattern is not None and not self._consumer_protocol:
                     await self._refresh_pattern()
-                task_group.start_soon(self._watch_pattern)  # idle until subscribe(pattern=...)
-                await self._step(events.Start(now=self.now(), protocols=self.protocols()))
+                if not self._consumer_protocol:
+                    task_group.start_soon(self._watch_pattern)  # idle until subscribe(pattern=...)
+                topics, pattern = self._subscribed()
+                await self._step(
+                    events.Start(now=self.now(), protocols=self.protocols(), topics=topics, pattern=pattern)
+                )
                 while not self.stopped.is_set():
                     deadline = self.machine.next_deadline()
                     event: events.Event | None = None
@@ -271,6 +293,7 @@ class MembershipLoop:
             leadership_guessed=m.leadership_guessed,
             protocol_name=m.protocol_name,
             rebalance_protocol=m.rebalance_protocol.value,
+            group_protocol=self._snapshot.group_protocol,
             assignment=m.assignment,
             fatal_error=m.fatal_error,
             subscription=self._topics.topics,
@@ -345,6 +368,8 @@ class MembershipLoop:
                 node = _aiokafka.any_node(self._client)
             coordination = spec.to_coordinator
             versions = await _aiokafka.broker_versions(self._client, node, coordination=coordination)
+            if spec.check is not None:
+                spec.check(versions, node)
             api = spec.message.API_NAME
             version = _aiokafka.negotiated_version(versions, spec.message, self._version_caps.get(api))
             message = spec.build(action, version, self.config)
@@ -359,7 +384,13 @@ class MembershipLoop:
                 timeout_ms=spec.timeout_ms(action, self.config),
             )
             event = spec.answer(action, exchange.response, self.now())
-        except (UnsupportedVersionForFieldError, NoCommonApiVersionError) as error:
+            if spec.explain is not None:
+                event = spec.explain(event, versions, node)
+        except (
+            UnsupportedVersionForFieldError,
+            NoCommonApiVersionError,
+            ConsumerProtocolUnsupportedError,
+        ) as error:
             self._failed(token, FailureKind.UNSUPPORTED_VERSION, error)
         except EncodeError as error:
             self._failed(token, FailureKind.INVALID_REQUEST, error)
@@ -427,7 +458,7 @@ class MembershipLoop:
             await self._owner.assign(a.partitions, a.owned, a.generation, committed)
         except Exception:
             log.exception("assigning %d partitions failed in the application", len(a.partitions))
-        assignor = self._assignors.get(self.machine.protocol_name or "")
+        assignor = None if self._consumer_protocol else self._assignors.get(self.machine.protocol_name or "")
         if assignor is not None:
             assignor.on_assignment(
                 assignor_lib.MemberAssignment(

@@ -22,11 +22,13 @@ import dataclasses
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
+from staticconsumer.broker_support import ensure_consumer_protocol
 from staticconsumer.errors import (
     ConsumerStoppedError,
     ErrorCode,
@@ -35,6 +37,7 @@ from staticconsumer.errors import (
     broker_error,
 )
 from staticconsumer.membership import (
+    AnyMachine,
     MembershipConfig,
     MembershipObserver,
     OffsetAndMetadata,
@@ -53,10 +56,12 @@ from staticconsumer.protocol import (
     OffsetCommitRequest,
     SyncGroupRequest,
     subscribed_topics,
+    uuid_text,
 )
 from staticconsumer.settings import Settings
 
 from .assignment import rebalance_protocol_of
+from .instance_lock import InstanceLock
 from .loop import MembershipLoop, decode_assignment
 from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner, Partitions
@@ -92,6 +97,16 @@ async def check_static_membership_supported(client: Any) -> None:
                 f"needs v{needed}+ (Kafka 2.3 or later). Refusing to fall back to dynamic membership "
                 f"silently; unset group_instance_id to join as a dynamic member"
             )
+
+
+def new_member_id() -> str:
+    """A consumer-protocol member id, generated once per member as Java does (KIP-1082): a random Kafka Uuid
+    in its text form, never one starting with '-' (Kafka's Uuid.randomUuid rule, so it cannot read as a
+    command-line option)."""
+    while True:
+        text = uuid_text(uuid.uuid4())
+        if not text.startswith("-"):
+            return text
 
 
 def _settle(verdict: concurrent.futures.Future[Exception | None]) -> Callable[[Exception | None], None]:
@@ -201,6 +216,9 @@ class MembershipThread:
         self._config = MembershipConfig.from_settings(
             settings, decode_assignment=decode_assignment, decode_subscription=subscribed_topics
         )
+        self._member_id = new_member_id() if settings.group_protocol == "consumer" else None
+        """KIP-1082: the client's own member id, for the life of this consumer (consumer protocol)."""
+        self._instance_lock: InstanceLock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._membership: MembershipLoop | None = None
@@ -445,7 +463,11 @@ class MembershipThread:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
                 self.bootstrapped_from = await connection.bootstrap(client, settings)
                 _resolve(self._answered, self.bootstrapped_from)
-                if settings.group_instance_id is not None:
+                if settings.group_protocol == "consumer":
+                    # A clear error naming the broker's release rather than a refusal at the first heartbeat;
+                    # the coordinator itself is checked again by every heartbeat (requests.py).
+                    await ensure_consumer_protocol(client, _aiokafka.any_node(client))
+                elif settings.group_instance_id is not None:
                     await check_static_membership_supported(client)
                 watch = self._topic_watch = TopicWatch(
                     client=client,
@@ -459,7 +481,7 @@ class MembershipThread:
                 )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
                 self._membership = MembershipLoop(
-                    machine=new_machine(self._config, self._rebalance_protocol),
+                    machine=self._new_machine(),
                     client=client,
                     owner=self._owner,
                     assignors=self._assignors,
@@ -506,6 +528,32 @@ class MembershipThread:
                     log.exception("closing %r at the end of membership failed", close)
             with contextlib.suppress(Exception):
                 await client.close()
+            if self._instance_lock is not None:
+                self._instance_lock.release()
+
+    def _new_machine(self) -> AnyMachine:
+        settings = self._settings
+        if settings.group_protocol != "consumer":
+            return new_machine(self._config, self._rebalance_protocol)
+        assert self._member_id is not None
+        evidence = None
+        if settings.group_instance_id is not None:
+            self._instance_lock = InstanceLock.acquire(
+                cluster=",".join(sorted(settings.bootstrap_servers)),
+                group=settings.group_id,
+                instance_id=settings.group_instance_id,
+                member_id=self._member_id,
+            )
+            evidence = self._instance_lock.evidence
+        log.info(
+            "group %s: consumer protocol (KIP-848), member id %s%s",
+            settings.group_id,
+            self._member_id,
+            "" if settings.group_instance_id is None else f", instance id {settings.group_instance_id}",
+        )
+        return new_machine(
+            self._config, group_protocol="consumer", member_id=self._member_id, evidence=evidence
+        )
 
     async def _first_subscription(self) -> bool:
         """Started before subscribe() (as aiokafka allows): join only once there is something to join

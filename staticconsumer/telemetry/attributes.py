@@ -89,6 +89,8 @@ COMMIT_RELEASE: Final = "release"
 SPAN_JOIN_GROUP: Final = "JoinGroup"
 SPAN_SYNC_GROUP: Final = "SyncGroup"
 SPAN_FIND_COORDINATOR: Final = "FindCoordinator"
+SPAN_CONSUMER_GROUP_HEARTBEAT: Final = "ConsumerGroupHeartbeat"
+"""The consumer protocol's (KIP-848) join, and the release of an earlier holder's place, in a (re)join."""
 SPAN_HEARTBEAT: Final = "Heartbeat"
 """Only failed heartbeats get a span: one every few seconds for a healthy member would be noise."""
 SPAN_COMMIT: Final = OPERATION_COMMIT
@@ -228,6 +230,13 @@ SPANS: Final[tuple[SpanDoc, ...]] = (
         "the (re)join",
     ),
     SpanDoc(_c(SPAN_SYNC_GROUP), "CLIENT", "request → answer", "the (re)join"),
+    SpanDoc(
+        _c(SPAN_CONSUMER_GROUP_HEARTBEAT),
+        "CLIENT",
+        "request → answer, for the consumer protocol's joins at epoch 0 and releases of an earlier "
+        "holder's place (epoch -2); its other heartbeats are `Heartbeat` spans when they fail",
+        "the (re)join",
+    ),
     SpanDoc(
         _c(SPAN_COMMIT),
         "CLIENT",

@@ -372,6 +372,16 @@ class TelemetryObserver(MembershipObserver):
                     self._end_request(request, event.now, event.error_code, {}, newly_fenced)
             case ev.HeartbeatResponse():
                 self._on_heartbeat_answer(event.token.request_id, event.now, event.error_code, newly_fenced)
+            case ev.ConsumerGroupHeartbeatResponse():
+                request = self._requests.pop(event.token.request_id, None)
+                if request is None:
+                    self._on_heartbeat_answer(
+                        event.token.request_id, event.now, event.error_code, newly_fenced
+                    )
+                else:
+                    ok = event.error_code == ErrorCode.NONE
+                    extra = {a.GENERATION: event.member_epoch} if ok else {}
+                    self._end_request(request, event.now, event.error_code, extra, newly_fenced)
             case ev.RequestFailed():
                 rid = event.token.request_id
                 request = self._requests.pop(rid, None)
@@ -535,6 +545,14 @@ class TelemetryObserver(MembershipObserver):
                 self._finish_episode_stable(episode, now, action.generation, machine)
             case act.SendHeartbeat():
                 self._heartbeats[action.token.request_id] = now
+            case act.SendConsumerGroupHeartbeat():
+                # KIP-848: a join (or a release before one) is a request of the (re)join, like JoinGroup;
+                # any other heartbeat is one, seen only when it fails; a leave is neither.
+                if action.purpose in ("join", "release"):
+                    attrs = {a.MEMBER_ID: action.member_id, a.GENERATION: action.member_epoch}
+                    self._start_request(action.token.request_id, a.SPAN_CONSUMER_GROUP_HEARTBEAT, now, attrs)
+                elif action.purpose != "leave":
+                    self._heartbeats[action.token.request_id] = now
             case act.SendOffsetCommit():
                 self._start_commit(action, now)
             case act.CommitCompleted():

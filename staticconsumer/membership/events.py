@@ -161,6 +161,8 @@ class CommitRequested(Event):
 
     commit_id: int
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    caller: object | None = None
+    """Opaque to the machine: what observers need to place the commit (the caller's trace context)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,6 +15,7 @@ AIOKafkaProducer objects stay instrumented.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -35,11 +36,16 @@ def _uninstrumented(base: type[AIOKafkaConsumer]) -> type[AIOKafkaConsumer]:
     namespace: dict[str, Any] = {name: original(base, name) for name in _FETCH_METHODS}
     namespace["__doc__"] = "AIOKafkaConsumer whose fetch methods no instrumentation wraps (see this module)."
     namespace["__module__"] = __name__
-    return type("UninstrumentedFetcher", (base,), namespace)
+    return type(f"Uninstrumented{base.__name__}", (base,), namespace)
 
 
-UninstrumentedFetcher: type[AIOKafkaConsumer] = _uninstrumented(AIOKafkaConsumer)
-"""Construct the internal fetcher from this class instead of ``AIOKafkaConsumer`` (same arguments)."""
+uninstrumented = functools.cache(_uninstrumented)
+"""A subclass of an ``AIOKafkaConsumer`` class whose fetch methods are aiokafka's own, unwrapped; made
+once per base class."""
+
+UninstrumentedFetcher: type[AIOKafkaConsumer] = uninstrumented(AIOKafkaConsumer)
+"""Construct a fetcher from this class instead of ``AIOKafkaConsumer`` (same arguments). StaticConsumer
+builds ``uninstrumented`` of its bounded-response consumer class (``staticconsumer._aiokafka``)."""
 
 
 def is_wrapped(cls: type, name: str) -> bool:

@@ -260,6 +260,9 @@ class TelemetryObserver(MembershipObserver):
         wall_clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self._client_id = client_id
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        """The providers given (None: the global ones); the consumer's record tracer uses the same."""
         self._tracer = trace.get_tracer(a.SCOPE, _version(), tracer_provider=tracer_provider)
         self._instruments = _instruments_for(meter_provider)
         self._clock = clock

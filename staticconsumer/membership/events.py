@@ -48,6 +48,9 @@ class FindCoordinatorResponse(Event):
     token: RequestToken
     error_code: int = ErrorCode.NONE
     node_id: int | None = None
+    host: str | None = None
+    port: int | None = None
+    """Where the coordinator is, as answered (ignored by the machine; observers name the server)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,7 +15,6 @@ AIOKafkaProducer objects stay instrumented.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any
 
@@ -39,9 +38,17 @@ def _uninstrumented(base: type[AIOKafkaConsumer]) -> type[AIOKafkaConsumer]:
     return type(f"Uninstrumented{base.__name__}", (base,), namespace)
 
 
-uninstrumented = functools.cache(_uninstrumented)
-"""A subclass of an ``AIOKafkaConsumer`` class whose fetch methods are aiokafka's own, unwrapped; made
-once per base class."""
+_made: dict[type[Any], type[AIOKafkaConsumer]] = {}
+
+
+def uninstrumented(base: type[AIOKafkaConsumer]) -> type[AIOKafkaConsumer]:
+    """A subclass of an ``AIOKafkaConsumer`` class whose fetch methods are aiokafka's own, unwrapped;
+    made once per base class."""
+    found = _made.get(base)
+    if found is None:
+        found = _made[base] = _uninstrumented(base)
+    return found
+
 
 UninstrumentedFetcher: type[AIOKafkaConsumer] = uninstrumented(AIOKafkaConsumer)
 """Construct a fetcher from this class instead of ``AIOKafkaConsumer`` (same arguments). StaticConsumer

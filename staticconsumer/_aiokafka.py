@@ -840,11 +840,20 @@ async def open_connection(
         _response_limit.reset(token)
 
 
-def new_fetcher(*, max_response_bytes: int | None = None, **kwargs: Any) -> Any:
+def new_fetcher(
+    *,
+    max_response_bytes: int | None = None,
+    subclass: Callable[[type[Any]], type[Any]] | None = None,
+    **kwargs: Any,
+) -> Any:
     """An ``AIOKafkaConsumer`` (built from the same keyword arguments) whose connections refuse response
-    frames over ``max_response_bytes``; by default :func:`fetch_response_limit` of its fetch settings."""
+    frames over ``max_response_bytes``; by default :func:`fetch_response_limit` of its fetch settings.
+    ``subclass`` derives the class actually built (the consumer's: one no instrumentation reaches)."""
     if max_response_bytes is None:
         max_response_bytes = fetch_response_limit(
             kwargs.get("fetch_max_bytes", 52_428_800), kwargs.get("max_partition_fetch_bytes", 1_048_576)
         )
-    return _bounded()[2](max_response_bytes=max_response_bytes, **kwargs)
+    cls = _bounded()[2]
+    if subclass is not None:
+        cls = subclass(cls)
+    return cls(max_response_bytes=max_response_bytes, **kwargs)

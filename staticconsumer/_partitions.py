@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +60,11 @@ class ApplicationPartitions:
         self._on_change = on_change
         self.topics: frozenset[str] = frozenset()
         """The subscribed topics, kept in the fetcher's metadata (``partitions_for_topic``)."""
+        self._draining: _Held | None = None
+        """The partition ``take_one`` hands records from until its buffer is empty (None: look again)."""
+        self.hand_over_until = -math.inf
+        """``take_one`` hands records over only before this monotonic instant: the consumer sets it
+        after its per-poll work (liveness, auto-commit) and clears it when it stops."""
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -128,6 +135,12 @@ class ApplicationPartitions:
         held = self._held.get(partition)
         return held is not None and held is token and held.fetching
 
+    def consumed_position(self, partition: TopicPartition) -> int | None:
+        """The consumed position of one partition (None: unknown or not held). Safe to call from
+        another thread (the lag gauge's exporter): one dict lookup."""
+        held = self._held.get(partition)
+        return None if held is None else held.position
+
     # -- buffered records ---------------------------------------------------------------------------
 
     def take(self, wanted: Partitions, max_records: int | None) -> Records:
@@ -148,6 +161,22 @@ class ApplicationPartitions:
             result[tp] = rows
             budget -= len(rows)
         return result
+
+    def take_one(self) -> ConsumerRecord[Any, Any] | None:
+        """The next buffered record of any partition, its position moved past it; None when nothing is
+        buffered or ``hand_over_until`` has passed. The per-record path of ``getone`` and ``async for``:
+        one partition is drained before the next (the order ``take`` uses), without building a batch
+        for a single record."""
+        if time.monotonic() >= self.hand_over_until:
+            return None
+        held = self._draining
+        if held is None or not held.buffer:
+            held = self._draining = next((h for h in self._held.values() if h.buffer), None)
+            if held is None:
+                return None
+        record = held.buffer.popleft()
+        held.position = record.offset + 1
+        return record
 
     def buffer(self, records: Records) -> None:
         for tp, rows in records.items():
@@ -205,6 +234,7 @@ class ApplicationPartitions:
             held = self._held[tp]
             held.fetching = False
             held.buffer.clear()
+        self._draining = None
         self._fetching = frozenset(tp for tp, h in self._held.items() if h.fetching)
         if self.fetcher is not None:
             with contextlib.suppress(Exception):
@@ -234,6 +264,7 @@ class ApplicationPartitions:
         generation: int,
         committed: Mapping[TopicPartition, int],
     ) -> None:
+        self._draining = None
         for tp in partitions:
             offset = committed.get(tp, -1)
             self._held[tp] = _Held(position=offset if offset >= 0 else None)
@@ -266,6 +297,7 @@ class ApplicationPartitions:
             held.reset = None
 
     async def _forget(self, partitions: Partitions) -> None:
+        self._draining = None
         for tp in partitions:
             self._held.pop(tp, None)
         self._paused.difference_update(partitions)

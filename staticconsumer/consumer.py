@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
@@ -40,13 +42,21 @@ from staticconsumer.runtime.assignment import rebalance_protocol_of
 from staticconsumer.runtime.subscription import Subscription
 from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
-from staticconsumer.telemetry import telemetry_observers
+from staticconsumer.telemetry import RecordTracer, TelemetryObserver, caller_context, telemetry_observers
+from staticconsumer.telemetry.fetcher import uninstrumented
+from staticconsumer.telemetry.instruments import partition_lag
+from staticconsumer.telemetry.records import ProcessingBlock
 
 log = logging.getLogger("staticconsumer")
 
 FETCHER_OPTIONS = ("key_deserializer", "value_deserializer", "consumer_timeout_ms")
 """aiokafka consumer options that are not settings: they configure how records are fetched and decoded
 (callables and a polling detail), so they go to the fetcher as given, never into Settings or the env."""
+
+POLL_TICK = 0.01
+"""Seconds between two rounds of the per-poll work (the liveness report, the auto-commit check, the
+record tracer's look for an SDK) while ``getone``/``async for`` hand over buffered records: each is
+cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway."""
 
 
 class StaticConsumer:
@@ -101,6 +111,7 @@ class StaticConsumer:
             + ((self.event_log,) if self.event_log is not None else ())
             + telemetry_observers(telemetry, client_id=self.settings.effective_client_id)
         )
+        self._records = self._record_tracer(telemetry)
         self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._rebalance_protocol = rebalance_protocol_of(self._assignors)
@@ -117,6 +128,27 @@ class StaticConsumer:
         self._stopping = False
         self._last_auto_commit = time.monotonic()
         self._auto_commit_task: asyncio.Task[None] | None = None
+
+    def _record_tracer(self, telemetry: bool | MembershipObserver) -> RecordTracer | None:
+        """Spans and metrics of records (None with ``telemetry=False``); a ``TelemetryObserver`` given
+        as ``telemetry`` lends its providers, any other observer leaves them global."""
+        if telemetry is False:
+            return None
+        providers: dict[str, Any] = {}
+        if isinstance(telemetry, TelemetryObserver):
+            providers = {
+                "tracer_provider": telemetry.tracer_provider,
+                "meter_provider": telemetry.meter_provider,
+            }
+        s = self.settings
+        return RecordTracer(
+            group_id=s.group_id,
+            client_id=s.effective_client_id,
+            group_instance_id=s.group_instance_id,
+            bootstrap_servers=s.bootstrap_servers,
+            lag=self._partition_lag,
+            **providers,
+        )
 
     @classmethod
     def from_env(
@@ -145,7 +177,9 @@ class StaticConsumer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if self._records is not None:  # the exception that left the loop body, if any, is the record's
+            self._records.close(exc)
         await self.stop()
 
     async def start(self) -> None:
@@ -182,7 +216,7 @@ class StaticConsumer:
             closers=(self.event_log.aclose,) if self.event_log is not None else (),
         )
         self._fetcher = fetcher = _aiokafka.new_fetcher(
-            max_response_bytes=s.response_limits()[1], **self._fetcher_kwargs()
+            max_response_bytes=s.response_limits()[1], subclass=uninstrumented, **self._fetcher_kwargs()
         )
         membership = self._membership
         ready = asyncio.ensure_future(membership.start())
@@ -238,9 +272,12 @@ class StaticConsumer:
         ``leave_group=True`` names this instance id in a LeaveGroup so the group rebalances at once:
         use it for scale-down, when this instance will not come back.
         """
+        if self._records is not None:  # in ``finally:`` after a loop, the exception leaving it
+            self._records.close(sys.exc_info()[1])
         if self._stopping:
             return
         self._stopping = True
+        self._partitions.hand_over_until = -math.inf
         if self._auto_commit_task is not None:
             with contextlib.suppress(Exception):
                 await self._auto_commit_task
@@ -316,12 +353,16 @@ class StaticConsumer:
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Records from owned partitions; waits up to ``timeout_ms`` (rebalances included)."""
+        records = self._records
+        started = records.requested() if records is not None else 0
         self._poll_started()
         wanted = frozenset(partitions)
         result = self._partitions.take(wanted, max_records)
         if not result:
             result = await self._fetch(wanted, timeout_ms, max_records)
         self._partitions.returned(result)
+        if records is not None:
+            records.polled(result, started)
         return result
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
@@ -331,19 +372,41 @@ class StaticConsumer:
         about what getmany does; buffered records of a partition that is revoked or sought are dropped,
         never returned, and so never committed past.
         """
-        wanted = frozenset(partitions)
+        if not partitions:  # the per-record fast path, as in __anext__
+            record = self._partitions.take_one()
+            if record is not None:
+                records = self._records
+                if records is not None and records.per_record:
+                    records.delivered(record)
+                return record
+        return await self._getone(frozenset(partitions))
+
+    async def _getone(self, wanted: Partitions) -> ConsumerRecord[Any, Any]:
+        records = self._records
+        if records is not None:
+            records.requested()
         while True:
             self._poll_started()
-            taken = self._partitions.take(wanted, 1)
-            if taken:
+            if wanted:
+                taken = self._partitions.take(wanted, 1)
                 self._partitions.returned(taken)
-                return next(iter(taken.values()))[0]
+                record = next(iter(taken.values()))[0] if taken else None
+            else:
+                record = self._partitions.take_one()
+            if record is not None:
+                if records is not None:
+                    records.delivered(record)
+                return record
             self._partitions.buffer(await self._fetch(wanted, 1000, None))
 
     def _poll_started(self) -> None:
         membership = self._raise_if_unusable()
         membership.poll_called()
-        self._maybe_auto_commit()
+        now = time.monotonic()
+        # Records already buffered are handed over without this work until the next tick. A fatal
+        # error, a revoke or stop() empties the buffers or ends the tick first, so none is missed.
+        self._partitions.hand_over_until = now + POLL_TICK
+        self._maybe_auto_commit(now)
 
     async def _fetch(self, wanted: Partitions, timeout_ms: int, max_records: int | None) -> Records:
         """Fetch from owned partitions, waiting through rebalances; nothing is marked returned here."""
@@ -409,16 +472,59 @@ class StaticConsumer:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), seconds)
 
-    def __aiter__(self) -> StaticConsumer:
-        return self
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:
+        records = self._records
+        # The tracer's loop object notices the loop being left, so the record's span ends there.
+        return records.loop(self.__anext__, self._partitions.take_one) if records is not None else self
 
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
+        record = self._partitions.take_one()  # the per-record fast path (see _poll_started)
+        if record is not None:
+            records = self._records
+            if records is not None and records.per_record:
+                records.delivered(record)
+            return record
         if self._stopping and self._partitions.snapshot.fatal_error is None:
+            self._loop_ended()
             raise StopAsyncIteration
         try:
-            return await self.getone()
+            return await self._getone(_ALL)
         except ConsumerStoppedError:
+            self._loop_ended()
             raise StopAsyncIteration from None
+
+    def _loop_ended(self) -> None:
+        if self._records is not None:
+            self._records.end()
+
+    def processing(self, record: ConsumerRecord[Any, Any]) -> ProcessingBlock:
+        """``with consumer.processing(record):`` runs the block inside the record's ``process`` span
+        (its producer's trace) and records an exception leaving the block on it.
+
+        For records from ``getmany``; inside ``async for`` it takes over the span the loop opened for
+        the record, so an exception is recorded whatever catches it later. Costs nothing measurable
+        until an OpenTelemetry SDK is installed (see docs/telemetry.md).
+        """
+        if self._records is None:
+            return ProcessingBlock(None, record)
+        return self._records.processing(record)
+
+    def _partition_lag(self) -> dict[TopicPartition, int]:
+        """Per partition: the end offset of the latest fetch (the high watermark, or the last stable
+        offset with read_committed) minus the consumed position. Runs on the SDK's exporter thread."""
+        fetcher = self._fetcher
+        if fetcher is None:
+            return {}
+        end = (
+            fetcher.last_stable_offset
+            if self.settings.isolation_level == "read_committed"
+            else fetcher.highwater
+        )
+        return partition_lag(
+            self._partitions.fetching,
+            self._partitions.consumed_position,
+            lambda tp: end(KafkaTopicPartition(tp.topic, tp.partition)),
+        )
 
     # -- offsets --------------------------------------------------------------------------------
 
@@ -431,6 +537,7 @@ class StaticConsumer:
         raised before anything is sent.
         """
         to_commit = None if offsets is None else _inputs.commit_offsets(offsets)
+        caller = caller_context()  # the commit span's parent: the span current here, if any
         fatal = self._partitions.snapshot.fatal_error
         if fatal is not None:
             raise fatal
@@ -443,17 +550,17 @@ class StaticConsumer:
                 if self._nothing_subscribed():
                     raise IllegalStateError("commit(): this consumer is not subscribed to any topics")
                 return
-        await membership.commit(to_commit)
+        await membership.commit(to_commit, caller=caller)
 
-    def _maybe_auto_commit(self) -> None:
+    def _maybe_auto_commit(self, now: float) -> None:
         membership = self._membership
         if not self.settings.enable_auto_commit or membership is None:
             return
-        if time.monotonic() - self._last_auto_commit < self.settings.auto_commit_interval_ms / 1000:
+        if now - self._last_auto_commit < self.settings.auto_commit_interval_ms / 1000:
             return
         if self._auto_commit_task is not None and not self._auto_commit_task.done():
             return
-        self._last_auto_commit = time.monotonic()
+        self._last_auto_commit = now
         offsets = self._partitions.positions()
         if offsets:
             self._auto_commit_task = asyncio.create_task(self._auto_commit(membership, offsets))
@@ -715,6 +822,10 @@ def _fetcher_options(options: Mapping[str, Any]) -> dict[str, Any]:
             raise ValueError(f"consumer_timeout_ms must not be negative, not {timeout}")
         checked["consumer_timeout_ms"] = timeout
     return checked
+
+
+_ALL: Partitions = frozenset()
+"""No partitions named: any owned partition."""
 
 
 def _settings_fields(settings: Settings) -> dict[str, Any]:

@@ -56,6 +56,9 @@ class FindCoordinatorResponse(Event):
     token: RequestToken
     error_code: int = ErrorCode.NONE
     node_id: int | None = None
+    host: str | None = None
+    port: int | None = None
+    """Where the coordinator is, as answered (ignored by the machine; observers name the server)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,6 +172,8 @@ class CommitRequested(Event):
 
     commit_id: int
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    caller: object | None = None
+    """Opaque to the machine: what observers need to place the commit (the caller's trace context)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

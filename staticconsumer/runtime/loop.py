@@ -170,15 +170,23 @@ class MembershipLoop:
         """Hand an event to the loop; never blocks (the buffer is far larger than what is in flight)."""
         self._send.send_nowait(event)
 
-    def begin_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], done: CommitDone) -> None:
-        """Commit ``offsets``; ``done(error)`` is called with the machine's verdict."""
+    def begin_commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        done: CommitDone,
+        caller: object | None = None,
+    ) -> None:
+        """Commit ``offsets``; ``done(error)`` is called with the machine's verdict. ``caller`` rides on
+        the event for observers (the trace context the application committed in)."""
         if self.stopped.is_set():
             done(self.stop_error or StaticConsumerError("consumer stopped"))
             return
         self._next_commit_id += 1
         self._commits[self._next_commit_id] = done
         self.post(
-            events.CommitRequested(now=self.now(), commit_id=self._next_commit_id, offsets=dict(offsets))
+            events.CommitRequested(
+                now=self.now(), commit_id=self._next_commit_id, offsets=dict(offsets), caller=caller
+            )
         )
 
     def stop(self, leave_group: bool) -> None:

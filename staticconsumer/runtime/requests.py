@@ -83,8 +83,11 @@ def _find_coordinator(a: actions.FindCoordinator, version: int, config: Membersh
 
 def _found(a: actions.FindCoordinator, r: FindCoordinatorResponse, now: float) -> events.Event:
     code, node = coordinator_answer(r)
+    if code != 0:
+        return events.FindCoordinatorResponse(now=now, token=a.token, error_code=code)
+    host, port = (r.coordinators[0].host, r.coordinators[0].port) if r.coordinators else (r.host, r.port)
     return events.FindCoordinatorResponse(
-        now=now, token=a.token, error_code=code, node_id=node if code == 0 else None
+        now=now, token=a.token, error_code=code, node_id=node, host=host or None, port=port
     )
 
 

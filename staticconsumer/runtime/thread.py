@@ -293,14 +293,17 @@ class MembershipThread:
             self._last_poll_posted = now
             self._post(events.PollCalled(now=now))
 
-    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        """Commit and wait for the verdict; raises what the machine decided (fenced, rebalancing, ...)."""
+    async def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], caller: object | None = None
+    ) -> None:
+        """Commit and wait for the verdict; raises what the machine decided (fenced, rebalancing, ...).
+        ``caller`` (the application's trace context) is handed to the observers with the request."""
         membership = self._membership
         assert membership is not None
         verdict: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
         self._verdicts.add(verdict)
         verdict.add_done_callback(self._verdicts.discard)
-        self._call(membership.begin_commit, dict(offsets), _settle(verdict))
+        self._call(membership.begin_commit, dict(offsets), _settle(verdict), caller)
         error = await asyncio.wrap_future(verdict)
         if error is not None:
             raise self._explain(error, frozenset(tp.topic for tp in offsets))

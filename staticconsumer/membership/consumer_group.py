@@ -207,6 +207,8 @@ class ConsumerGroupMachine:
         self._sent: dict[int, _Sent] = {}
         self._subscription_acked: tuple[tuple[str, ...], str | None] | None = None
         self._owned_acked: frozenset[TopicPartition] | None = None
+        self._regex_sent = False
+        """A regex went to the broker once: it stays there until an empty one replaces it (null = unchanged)."""
 
         # the target and its reconciliation
         self._target: dict[UUID, frozenset[int]] | None = None
@@ -695,6 +697,11 @@ class ConsumerGroupMachine:
             purpose, subscription if send_subscription else None, owned if send_owned else None
         )
         names, regex = subscription
+        if send_subscription:
+            if regex is not None:
+                self._regex_sent = True
+            elif self._regex_sent:
+                regex = ""  # as Java does: the broker adds names to a regex it holds, "" drops it
         self._emit(
             act.SendConsumerGroupHeartbeat(
                 token=token,

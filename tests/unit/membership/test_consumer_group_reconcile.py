@@ -180,8 +180,28 @@ def test_a_pattern_goes_to_the_broker_and_a_subscription_change_goes_out_at_once
     h.stable({T: [0]}, join=join)
     out = h.feed(ev.UpdateProtocols, protocols=(), reason="subscribe", topics=frozenset({"t", "v"}))
     beat = one(out, act.SendConsumerGroupHeartbeat)
-    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == (("t", "v"), None)
+    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == (("t", "v"), ""), (
+        "null would leave the broker the regex beside the names: an empty one drops it"
+    )
     assert beat.owned is None
+
+
+def test_unsubscribing_from_a_pattern_drops_the_regex_and_names_only_never_send_one() -> None:
+    h = ConsumerHarness()
+    join = h.start_until_join(topics=(), pattern="orders-.*")
+    h.stable({T: [0]}, join=join)
+    out = h.feed(ev.UpdateProtocols, protocols=(), reason="unsubscribe", topics=frozenset())
+    beat = one(out, act.SendConsumerGroupHeartbeat)
+    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == ((), "")
+
+    named = ConsumerHarness()
+    join = named.start_until_join()
+    named.stable(join=join)
+    out = named.feed(ev.UpdateProtocols, protocols=(), reason="subscribe", topics=frozenset({"t"}))
+    beat = one(out, act.SendConsumerGroupHeartbeat)
+    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == (("t",), None), (
+        "a v0 broker refuses any regex field: a member that never sent one sends none"
+    )
 
 
 def test_coordinator_errors_rediscover_and_the_next_heartbeat_is_full() -> None:

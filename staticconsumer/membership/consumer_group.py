@@ -208,7 +208,7 @@ class ConsumerGroupMachine:
         self._subscription_acked: tuple[tuple[str, ...], str | None] | None = None
         self._owned_acked: frozenset[TopicPartition] | None = None
         self._regex_sent = False
-        """A regex went to the broker once: it stays there until an empty one replaces it (null = unchanged)."""
+        """A regex reached the broker: it stays there until an empty one replaces it (null: unchanged)."""
 
         # the target and its reconciliation
         self._target: dict[UUID, frozenset[int]] | None = None

@@ -724,7 +724,7 @@ def plot(report: Report, path: Path) -> bool:
         ("records/s dip (1 = a full stop)", lambda e: e.dip),
         ("seconds to settle", lambda e: e.settle_seconds),
     ]
-    figure, axes = plt.subplots(2, 2, figsize=(14, 9))
+    figure, axes = plt.subplots(2, 2, figsize=(18, 9))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     width = 0.8 / len(sizes)
     for axis, (title, value) in zip(axes.flat, panels, strict=True):
@@ -758,7 +758,7 @@ def plot(report: Report, path: Path) -> bool:
     s = sizes[0].settings
     figure.suptitle(
         f"Scale-out N -> N+1 and scale-in N+1 -> N under load ({s.partitions_per_member} partitions per "
-        f"member, {s.records_per_second} records/s, session {s.session_ms / 1000:.0f} s)"
+        f"member, {s.records_per_second} records/s, classic session {s.session_ms / 1000:.0f} s)"
     )
     figure.tight_layout()
     figure.savefig(path, dpi=80)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import NamedTuple
+
+from staticconsumer._dataclass import dataclass
 
 
 class TopicPartition(NamedTuple):

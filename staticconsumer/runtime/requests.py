@@ -8,9 +8,9 @@ connection, or any broker for FindCoordinator). The loop sends every row the sam
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.membership import JoinGroupMember, MembershipConfig, TopicPartition, actions, events
 from staticconsumer.protocol import (
     FindCoordinatorRequest,

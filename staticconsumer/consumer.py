@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
@@ -29,7 +29,6 @@ from staticconsumer.errors import (
     DuplicateInstanceIdError,
     StaticMembershipUnsupportedError,
 )
-from staticconsumer.eventlog import EventLog
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, OffsetAndMetadata, TopicPartition
 from staticconsumer.protocol import Message
@@ -37,6 +36,9 @@ from staticconsumer.runtime.subscription import Subscription
 from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
 from staticconsumer.telemetry import telemetry_observers
+
+if TYPE_CHECKING:
+    from staticconsumer.eventlog import EventLog
 
 log = logging.getLogger("staticconsumer")
 
@@ -81,7 +83,7 @@ class StaticConsumer:
             raise ConfigurationError("give at least one topic or a pattern to subscribe to")
         self._subscription = Subscription(topics, pattern)
         self._request_hook = request_hook
-        self.event_log = EventLog.from_settings(self.settings)
+        self.event_log = _event_log(self.settings)
         """The membership event log when the settings enable one (its ``dropped`` counts lost records)."""
         self._observers = (
             tuple(observers)
@@ -428,6 +430,15 @@ class StaticConsumer:
         if membership is None or self._stopping:
             raise ConsumerStoppedError("the consumer is not running: call start() first, or it was stopped")
         return membership
+
+
+def _event_log(settings: Settings) -> EventLog | None:
+    """The event log the settings ask for; only a consumer that has one imports the module."""
+    if not settings.event_log_path and not settings.event_log_topic:
+        return None
+    from staticconsumer.eventlog import EventLog
+
+    return EventLog.from_settings(settings)
 
 
 def _settings_fields(settings: Settings) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/analytics_fleet.py                      # the issue's size (below)
     .venv/bin/python benchmarks/analytics_fleet.py --scale 0.1          # a tenth of consumers and partitions
+    .venv/bin/python benchmarks/analytics_fleet.py --scales 0.1,0.3,1   # all three, and the scaling plot
 
 Full size: 2,000 static consumers in 20 groups, 100,000 partitions, 50 deploys (every consumer restarted
 in each), a share of restarts slower than the session timeout so the group rebalances. The log is written
@@ -62,6 +63,9 @@ class Memory(msgspec.Struct):
     total_peak_rss_bytes: int
     """Peak of the sum over the driver's whole process tree, sampled together."""
     spark_driver_memory: str
+    jvm_peak_anon_rss_bytes: int = 0
+    """The JVM's own memory (heap, metaspace, native), without file pages the kernel can drop
+    (memory-mapped shuffle and cache blocks count in RSS too). 0 in runs that did not measure it."""
 
 
 class Checks(msgspec.Struct):
@@ -102,14 +106,26 @@ class Report(msgspec.Struct):
     environment: Environment
     command: str
 
+    @property
+    def agree(self) -> bool:
+        """The job's answers are the generator's."""
+        c = self.checks
+        return (
+            c.rebalances_found == c.rebalances_expected
+            and c.restarts_found == c.restarts_expected
+            and c.absorbed_found == c.absorbed_expected
+            and c.malformed_lines == 0
+        )
+
 
 # -- measuring -------------------------------------------------------------------------------------
 
 
-def _rss(pid: int) -> int:
+def _rss(pid: int, field: str = "VmRSS") -> int:
+    """Resident bytes; ``RssAnon`` leaves out file pages (memory-mapped shuffle and cache blocks)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         return 0
@@ -135,6 +151,7 @@ class PeakMemory:
         self.interval = interval
         self.driver = 0
         self.jvm = 0
+        self.jvm_anon = 0
         self.total = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -143,13 +160,15 @@ class PeakMemory:
         me = os.getpid()
         while not self._stop.is_set():
             driver = _rss(me)
-            pending, others = _children(me), 0
+            pending, others, anon = _children(me), 0, 0
             while pending:
                 pid = pending.pop()
                 others += _rss(pid)
+                anon += _rss(pid, "RssAnon")
                 pending += _children(pid)
             self.driver = max(self.driver, driver)
             self.jvm = max(self.jvm, others)
+            self.jvm_anon = max(self.jvm_anon, anon)
             self.total = max(self.total, driver + others)
             self._stop.wait(self.interval)
 
@@ -201,29 +220,96 @@ def _environment() -> Environment:
 # -- the run ---------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--scale", type=float, default=1.0, help="share of the full consumers and partitions")
+    parser.add_argument(
+        "--scales",
+        default=None,
+        help="e.g. 0.1,0.3,1: run each size in turn, one JSON each, and plot time against input size",
+    )
     parser.add_argument("--deploys", type=int, default=50)
     parser.add_argument("--groups", type=int, default=20)
     parser.add_argument("--rebalance-fraction", type=float, default=0.005)
-    parser.add_argument("--master", default="local[*]")
-    parser.add_argument("--driver-memory", default="6g")
-    parser.add_argument("--shuffle-partitions", default="16")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument(
+        "--shuffle-partitions", default="auto", help="auto: sized from the input, as the job does by default"
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary directory")
     parser.add_argument("--keep", action="store_true", help="keep the generated log and the tables")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    args = parser.parse_args(argv)
+    return parser
 
+
+def _scale_out(out: Path, scale: float) -> Path:
+    """analytics_fleet.json for the full size, analytics_fleet_scale0.3.json beside it for the others."""
+    return out if scale == 1.0 else out.with_name(f"{out.stem}_scale{scale:g}{out.suffix}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.scales is None:
+        return 0 if run_one(args, args.scale, args.out, argv).agree else 1
+    reports = []
+    for scale in sorted(float(x) for x in args.scales.split(",")):
+        reports.append(run_one(args, scale, _scale_out(args.out, scale), argv))
+    plot = scaling_plot(reports, args.out.with_name(f"{args.out.stem}_scaling.png"))
+    print(f"scaling plot: {plot}")
+    return 0 if all(r.agree for r in reports) else 1
+
+
+def scaling_plot(reports: list[Report], path: Path) -> Path:
+    """Job time against input size, with the straight line through the origin and the largest run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r.size.input_bytes / 1e6 for r in reports]
+    times = [r.timings.job_s for r in reports]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.plot(sizes, times, marker="o", color="#4e79a7", label="job wall time (read, tables, report)")
+    for r, x, y in zip(reports, sizes, times, strict=True):
+        ax.annotate(
+            f"{r.size.scale:g}x: {r.size.records:,} records\n"
+            f"{y:.0f} s, JVM {r.memory.jvm_peak_rss_bytes / 1e9:.1f} GB",
+            (x, y),
+            textcoords="offset points",
+            xytext=(6, -22),
+            fontsize=8,
+        )
+    slope = times[-1] / sizes[-1]
+    ax.plot([0, sizes[-1]], [0, times[-1]], linestyle=":", color="grey", label=f"linear: {slope:.3f} s/MB")
+    ax.set_xlabel("input size (MB of event log)")
+    ax.set_ylabel("seconds")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    env = reports[-1].environment
+    ax.set_title(
+        f"staticconsumer analyze on {reports[-1].master}, {env.cores} cores "
+        f"(load {env.load_average_at_start[0]})",
+        fontsize=10,
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] | None) -> Report:
+    """Generate the fleet of this size, run the whole job on it, write and return the report."""
     from staticconsumer.analytics.job import Options
+    from staticconsumer.analytics.progress import Progress
     from staticconsumer.analytics.run import analyze
     from staticconsumer.analytics.session import spark_session
     from staticconsumer.analytics.synthetic import FleetSpec, write_fleet
 
-    consumers = max(args.groups, round(2_000 * args.scale))
-    partitions = max(consumers, round(100_000 * args.scale))
+    consumers = max(args.groups, round(2_000 * scale))
+    partitions = max(consumers, round(100_000 * scale))
     spec = FleetSpec(
         groups=args.groups,
         consumers_per_group=consumers // args.groups,
@@ -248,15 +334,24 @@ def main(argv: list[str] | None = None) -> int:
         )
         with PeakMemory() as memory:
             started = time.perf_counter()
-            spark = spark_session(
-                args.master,
-                driver_memory=args.driver_memory,
-                config={"spark.sql.shuffle.partitions": args.shuffle_partitions},
+            fixed = (
+                {}
+                if args.shuffle_partitions == "auto"
+                else {"spark.sql.shuffle.partitions": args.shuffle_partitions}
             )
+            spark = spark_session(args.master, driver_memory=args.driver_memory, config=fixed)
             spark.range(1).count()
             spark_start_s = time.perf_counter() - started
             started = time.perf_counter()
-            analysis = analyze([str(logs)], tables, spark=spark, options=Options(deploy_gap_seconds=600.0))
+            analysis = analyze(
+                [str(logs)],
+                tables,
+                spark=spark,
+                options=Options(deploy_gap_seconds=600.0),
+                progress=Progress(),
+                size_shuffles=not fixed,
+            )
+            shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions") or "?"
             job_s = time.perf_counter() - started
             moved = int(sum(row["moved_partitions"] for row in analysis.windows))
             spark.stop()
@@ -278,9 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         benchmark="analytics_fleet",
         timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         master=args.master,
-        shuffle_partitions=args.shuffle_partitions,
+        shuffle_partitions=shuffle_partitions,
         size=FleetSize(
-            scale=args.scale,
+            scale=scale,
             groups=spec.groups,
             consumers=spec.consumers,
             partitions=spec.partitions,
@@ -296,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         memory=Memory(
             driver_peak_rss_bytes=memory.driver,
             jvm_peak_rss_bytes=memory.jvm,
+            jvm_peak_anon_rss_bytes=memory.jvm_anon,
             total_peak_rss_bytes=memory.total,
             spark_driver_memory=args.driver_memory,
         ),
@@ -303,21 +399,15 @@ def main(argv: list[str] | None = None) -> int:
         environment=environment,
         command="benchmarks/analytics_fleet.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
     print(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
-    agree = (
-        checks.rebalances_found == checks.rebalances_expected
-        and checks.restarts_found == checks.restarts_expected
-        and checks.absorbed_found == checks.absorbed_expected
-        and checks.malformed_lines == 0
-    )
     print(
         "the job's answers agree with the generator"
-        if agree
+        if report.agree
         else "MISMATCH between the job and the generator"
     )
-    return 0 if agree else 1
+    return report
 
 
 if __name__ == "__main__":

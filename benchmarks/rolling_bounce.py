@@ -1,9 +1,11 @@
 """Rolling bounce, side by side: does the group notice when every member is restarted in turn?
 
 N consumer processes (N = 3, 6, 12) on a topic of 4N partitions with a steady producer; every member,
-the leader included, is restarted in turn, each back within the session timeout. Five modes
+the leader included, is restarted in turn, each back within the session timeout. Seven modes
 (``staticconsumer.bounce.MODES``): staticconsumer static and dynamic, aiokafka 0.14 with and without
-group_instance_id, and Java's KafkaConsumer with group.instance.id. Per mode and repeat: rebalances
+group_instance_id, and Java's KafkaConsumer with group.instance.id, on the classic protocol; and
+staticconsumer and Java static members on the consumer protocol (KIP-848, where the epoch plays the
+generation's part and the broker's session timeout applies). Per mode and repeat: rebalances
 (generations after the group first settled), partitions revoked from members that did not restart,
 each restart's seconds from process start to first record, and the partition-seconds owned by no
 live member during the bounce; and each restart's timeline, step by step (imported, started,
@@ -165,6 +167,7 @@ def targets(members: int, modes: dict[str, ModeResult]) -> list[Target]:
                 f"{ours.restart_seconds.median:.2f}s against aiokafka {peer.restart_seconds.median:.2f}s",
             )
         )
+    out.extend(_consumer_protocol_targets(modes))
     dynamic = modes.get("staticconsumer-dynamic")
     peer_dynamic = modes.get("aiokafka-dynamic")
     if dynamic is not None and peer_dynamic is not None:
@@ -196,6 +199,31 @@ def targets(members: int, modes: dict[str, ModeResult]) -> list[Target]:
                 1.5 <= per_restart <= 2.5,
                 f"{per_restart:.2f} rebalances per restart (median {dynamic.rebalances.median:.0f} "
                 f"for {members} restarts)",
+            )
+        )
+    return out
+
+
+def _consumer_protocol_targets(modes: dict[str, ModeResult]) -> list[Target]:
+    """KIP-848 (issue 14): static members restart without moving anyone, no slower than Java's."""
+    out: list[Target] = []
+    ours = modes.get("staticconsumer-consumer")
+    if ours is not None and ours.revoked_from_others is not None:
+        out.append(
+            Target(
+                "staticconsumer consumer protocol: 0 partitions revoked from members that did not restart",
+                ours.revoked_from_others.max == 0,
+                f"revoked max {ours.revoked_from_others.max:.0f} over {ours.completed} repeats",
+            )
+        )
+    java = modes.get("java-consumer")
+    if ours is not None and java is not None and ours.restart_seconds and java.restart_seconds:
+        out.append(
+            Target(
+                "staticconsumer consumer protocol: median restart-to-first-record no worse than Java's "
+                "consumer protocol",
+                ours.restart_seconds.median <= java.restart_seconds.median,
+                f"{ours.restart_seconds.median:.2f}s against Java {java.restart_seconds.median:.2f}s",
             )
         )
     return out

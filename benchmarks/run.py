@@ -76,6 +76,15 @@ BENCHMARKS = (
         takes_out=False,
     ),
     Benchmark(
+        "rebalance_scale",
+        "benchmarks.rebalance_scale:Report",
+        ("--members", "4", "12", "--repeats", "5"),
+        (
+            *("--members", "2", "--repeats", "1", "--partitions-per-member", "2"),
+            *("--records-per-second", "100", "--baseline", "2", "--quiet", "2"),
+        ),
+    ),
+    Benchmark(
         "throughput_overhead",
         "benchmarks.throughput_overhead:Report",
         (),
@@ -247,6 +256,7 @@ def render(results: dict[str, bytes], figures: set[str]) -> str:
     sections: list[tuple[str, Callable[[Any, set[str]], list[str]]]] = [
         ("rolling_bounce", _rolling_bounce),
         ("leader_restart_growth", _leader_restart_growth),
+        ("rebalance_scale", _rebalance_scale),
         ("throughput_overhead", _throughput),
         ("telemetry_overhead", _telemetry),
         ("codec", _codec),
@@ -449,6 +459,89 @@ def _leader_restart_growth(report: Any, figures: set[str]) -> list[str]:
         *[f"- {note}" for note in report.notes],
         "",
     ]
+
+
+def _rebalance_scale(report: Any, figures: set[str]) -> list[str]:
+    out = [
+        "## Scale-out and scale-in: eager against cooperative",
+        "",
+        "N static members, each in its own process, on a topic of a few partitions per member under a steady "
+        "producer; member N joins (scale-out), then leaves again (scale-in: `stop(leave_group=True)`; a "
+        "static Java member is closed and then removed by a LeaveGroup naming its instance id, as Kafka "
+        "Streams does). Modes, interleaved in one run: StaticConsumer eager (the default assignors, range "
+        "first), StaticConsumer cooperative (cooperative-sticky alone, KIP-429) and Java's KafkaConsumer "
+        "with cooperative-sticky (`benchmarks/rebalance_scale.py`). Columns: **moved**, partitions whose "
+        "owner changed; **paused**, partitions owned by nobody at some moment; **paused p-s**, their "
+        "partition-seconds owned by nobody; **dip**, 1 - the lowest records/s in half-second bins during "
+        "the rebalance over the rate before it (1: consumption stopped for a whole bin); **settle**, "
+        "seconds from the start of the rebalance (the coordinator first seen out of Stable) to its last "
+        "listener call; **to rebalance**, seconds from the event (the new process's start, the stop "
+        "command) to that start; **generations** the rebalance took.",
+        "",
+    ]
+    for size in report.sizes:
+        s = size.settings
+        out += [
+            f"### N = {size.members} ({size.partitions} partitions, {size.repeats} repeats)",
+            "",
+            f"Session timeout {s.session_ms / 1000:.0f} s, heartbeat {s.heartbeat_ms / 1000:.0f} s, "
+            f"{s.records_per_second} records/s, Kafka {size.environment.kafka_version}.",
+            "",
+        ]
+        rows = []
+        for summary in size.summaries:
+            to_rebalance = [
+                e.seconds_to_rebalance
+                for r in size.runs
+                if r.mode == summary.mode
+                for e in r.events
+                if e.event == summary.event and e.error is None
+            ]
+            rows.append(
+                [
+                    f"`{summary.mode}`",
+                    summary.event,
+                    f"{summary.completed}/{size.repeats}",
+                    _spread(summary.moved_partitions),
+                    _spread(summary.paused_partitions),
+                    _spread(summary.paused_partition_seconds),
+                    _spread(summary.dip),
+                    _spread(summary.settle_seconds, " s"),
+                    f"{_n(statistics.median(to_rebalance))} s" if to_rebalance else "-",
+                    _spread(summary.generations),
+                ]
+            )
+        out += _table(
+            [
+                "mode",
+                "event",
+                "completed",
+                "moved",
+                "paused",
+                "paused p-s",
+                "dip",
+                "settle",
+                "to rebalance",
+                "generations",
+            ],
+            rows,
+        )
+        failures = [f"{r.mode} repeat {r.repeat + 1}: {r.error}" for r in size.runs if r.error]
+        if failures:
+            out += ["Repeats that did not complete:", "", *[f"- {f}" for f in failures], ""]
+        out += ["Targets:", ""]
+        out += [f"- {'met' if t.met else '**not met**'}: {t.target} ({t.detail})" for t in size.targets]
+        out += [""]
+    out += _figure("rebalance_scale", figures, "scale-out and scale-in: boxes per mode, event and group size")
+    out += [
+        "Reading it: eager revokes every partition of every member, however few move; cooperative pauses "
+        "only the partitions that change owner, but each of those waits through two rebalances (revoked "
+        "after the first, handed out by the second, which the other members join at their next heartbeat), "
+        "so on a small, quick group its paused partition-seconds can exceed eager's short stop of "
+        "everything. What cooperative buys grows with the group: the partitions that keep flowing.",
+        "",
+    ]
+    return out
 
 
 def _throughput(report: Any, figures: set[str]) -> list[str]:

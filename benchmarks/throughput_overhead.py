@@ -7,11 +7,14 @@ same pre-filled topic from the start, each run a fresh consumer in a fresh group
 * ``staticconsumer``: StaticConsumer with a group_instance_id, defaults otherwise (telemetry on, no SDK);
 * ``aiokafka-assigned``: AIOKafkaConsumer with the partitions assigned by hand, no group at all (the
   fetcher alone: the floor of what StaticConsumer could reach);
-* ``aiokafka-group``: AIOKafkaConsumer in its own group (what an aiokafka user runs today).
+* ``aiokafka-group``: AIOKafkaConsumer in its own group (what an aiokafka user runs today);
+* ``staticconsumer-iterate``: the first StaticConsumer again, read record by record with ``async for``
+  (the per-record path: ``getone`` does the same).
 
-Each run is timed from the first batch to the last record (joining is not timed), with ``getmany``.
-Variants alternate within each repeat and the order rotates, so the shared machine's noise hits all
-alike. Target: StaticConsumer's median within 5% of bare aiokafka's.
+Each run is timed from the first batch (or record) to the last record (joining is not timed), with
+``getmany`` except for the ``async for`` variant. Variants alternate within each repeat and the order
+rotates, so the shared machine's noise hits all alike. Targets: StaticConsumer's ``getmany`` median within
+5% of bare aiokafka's (issue 18), and ``async for`` at least 80% of StaticConsumer's ``getmany``.
 
 Run: .venv/bin/python -m benchmarks.throughput_overhead [--repeats 7] [--records 200000]
 Writes benchmarks/results/throughput_overhead.json (schema: ``Report``) and a PNG when matplotlib is
@@ -40,6 +43,8 @@ from staticconsumer.testing import EmbeddedKafka
 NAME = "throughput_overhead"
 PARTITIONS = 8
 TARGET = 0.95
+ITERATE_TARGET = 0.80
+"""``async for`` records/s over ``getmany``'s, at least."""
 BATCH = 1000
 """max_records per getmany, the same for all, so the first batch (which starts the clock) is small."""
 
@@ -62,6 +67,12 @@ class Report(msgspec.Struct):
     """StaticConsumer's median over aiokafka in its own group."""
     target_met: bool
     """Both ratios at least 0.95."""
+    ratio_iterate_to_getmany: float | None = None
+    """StaticConsumer's ``async for`` median over its ``getmany`` median (absent in older results)."""
+    iterate_ratios: list[float] | None = None
+    """The same ratio within each repeat (both runs close in time, so sharing the machine's state)."""
+    iterate_target_met: bool | None = None
+    """``ratio_iterate_to_getmany`` at least 0.80."""
 
 
 async def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
@@ -103,6 +114,27 @@ async def ours(bootstrap: str, topic: str, records: int) -> float:
         return await _timed(lambda: consumer.getmany(timeout_ms=1000, max_records=BATCH), records)
 
 
+async def ours_iterate(bootstrap: str, topic: str, records: int) -> float:
+    """Records/s from the first record to the ``records``-th, handed over one at a time."""
+    async with StaticConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"bench-{uuid.uuid4().hex[:8]}",
+        group_instance_id="bench-0",
+        auto_offset_reset="earliest",
+        session_timeout_ms=10_000,
+        heartbeat_interval_ms=1_000,
+    ) as consumer:
+        await consumer.getone()  # the first record starts the clock
+        first_at = time.perf_counter()
+        seen = 1
+        async for _record in consumer:
+            seen += 1
+            if seen >= records:
+                break
+        return (seen - 1) / (time.perf_counter() - first_at)
+
+
 async def aiokafka_assigned(bootstrap: str, topic: str, records: int) -> float:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
@@ -133,6 +165,7 @@ async def aiokafka_group(bootstrap: str, topic: str, records: int) -> float:
 
 VARIANTS: dict[str, Callable[[str, str, int], Awaitable[float]]] = {
     "staticconsumer": ours,
+    "staticconsumer-iterate": ours_iterate,
     "aiokafka-assigned": aiokafka_assigned,
     "aiokafka-group": aiokafka_group,
 }
@@ -196,6 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     medians = {v.variant: v.records_per_second.median for v in variants}
     to_assigned = medians["staticconsumer"] / medians["aiokafka-assigned"]
     to_group = medians["staticconsumer"] / medians["aiokafka-group"]
+    iterate = medians["staticconsumer-iterate"] / medians["staticconsumer"]
+    paired = [
+        round(i / g, 4)
+        for i, g in zip(results["staticconsumer-iterate"], results["staticconsumer"], strict=True)
+    ]
     report = Report(
         NAME,
         args.records,
@@ -206,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         round(to_assigned, 4),
         round(to_group, 4),
         to_assigned >= TARGET and to_group >= TARGET,
+        round(iterate, 4),
+        paired,
+        iterate >= ITERATE_TARGET,
     )
     path = write_json(report, NAME)
     print(f"wrote {path}")
@@ -216,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"StaticConsumer / aiokafka assigned {to_assigned:.3f}, / aiokafka group {to_group:.3f}: "
         f"target (>= {TARGET}) {'MET' if report.target_met else 'NOT MET'}"
+    )
+    print(
+        f"StaticConsumer async for / getmany {iterate:.3f} (per repeat {paired}): "
+        f"target (>= {ITERATE_TARGET}) {'MET' if report.iterate_target_met else 'NOT MET'}"
     )
     return 0
 

@@ -21,7 +21,9 @@ async def test_orders_round_trip(
     await producer.stop()
 
     consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=kafka_broker.bootstrap_servers, group_id=unique_group,
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        group_id=unique_group,
         auto_offset_reset="earliest",
     )
     await consumer.start()

@@ -488,6 +488,20 @@ def metadata_topics(client: Any) -> set[str]:
     return set(client.cluster.topics())
 
 
+def node_connections(client: Any, node_id: int) -> list[Any]:
+    """The client's connection objects to ``node_id`` (any connection group, open or not)."""
+    return [conn for (node, _), conn in list(client._conns.items()) if node == node_id]
+
+
+def live_connections(client: Any) -> dict[int, list[Any]]:
+    """Node id -> the client's open connections to it (any connection group)."""
+    live: dict[int, list[Any]] = {}
+    for (node, _), conn in list(client._conns.items()):
+        if isinstance(node, int) and conn.connected():
+            live.setdefault(node, []).append(conn)
+    return live
+
+
 def live_nodes(client: Any) -> set[int]:
     """Node ids to which the client holds an open connection right now (any connection group)."""
     return {
@@ -499,6 +513,31 @@ async def reconnect(client: Any, node_id: int) -> bool:
     """Ask the client to connect to ``node_id`` now (a no-op when connected); True when it is."""
     ready: bool = await client.ready(node_id)
     return ready
+
+
+async def start_consumer_from(consumer: Any, address: str | None) -> None:
+    """``consumer.start()`` (an ``AIOKafkaConsumer``) bootstrapping from ``address`` only (``host:port``,
+    a server the membership's bootstrap just found answering), so a dead or silent server listed first
+    costs the fetcher nothing either. The client's list is restored afterwards."""
+    client = consumer._client
+    saved = client._bootstrap_servers
+    if address is not None:
+        host, _, port = address.rpartition(":")
+        client._bootstrap_servers = [f"[{host}]:{port}" if ":" in host else address]
+    try:
+        await consumer.start()
+    finally:
+        client._bootstrap_servers = saved
+
+
+def track_topics(consumer: Any, topics: frozenset[str]) -> None:
+    """Keep ``topics`` (the subscription) in the fetcher's metadata besides its assigned partitions'
+    topics, as a subscribed aiokafka consumer does, so ``partitions_for_topic`` knows them."""
+    client = consumer._client
+    assigned = {tp.topic for tp in consumer.assignment()}
+    wanted = assigned | set(topics)
+    if wanted and wanted != client._topics:
+        client.set_topics(wanted)
 
 
 def fetcher_client(consumer: Any) -> Any:
@@ -801,11 +840,20 @@ async def open_connection(
         _response_limit.reset(token)
 
 
-def new_fetcher(*, max_response_bytes: int | None = None, **kwargs: Any) -> Any:
+def new_fetcher(
+    *,
+    max_response_bytes: int | None = None,
+    subclass: Callable[[type[Any]], type[Any]] | None = None,
+    **kwargs: Any,
+) -> Any:
     """An ``AIOKafkaConsumer`` (built from the same keyword arguments) whose connections refuse response
-    frames over ``max_response_bytes``; by default :func:`fetch_response_limit` of its fetch settings."""
+    frames over ``max_response_bytes``; by default :func:`fetch_response_limit` of its fetch settings.
+    ``subclass`` derives the class actually built (the consumer's: one no instrumentation reaches)."""
     if max_response_bytes is None:
         max_response_bytes = fetch_response_limit(
             kwargs.get("fetch_max_bytes", 52_428_800), kwargs.get("max_partition_fetch_bytes", 1_048_576)
         )
-    return _bounded()[2](max_response_bytes=max_response_bytes, **kwargs)
+    cls = _bounded()[2]
+    if subclass is not None:
+        cls = subclass(cls)
+    return cls(max_response_bytes=max_response_bytes, **kwargs)

@@ -151,16 +151,11 @@ OBSERVED_STEPS = {
     "FindCoordinatorResponse": "coordinator",
     "JoinGroupResponse": "joined",
     "SyncGroupResponse": "synced",
+    "ConsumerGroupHeartbeatResponse": "joined",
 }
-"""Membership events whose first success (error code 0) is a timeline step."""
-
-
-OBSERVED_STEPS = {
-    "FindCoordinatorResponse": "coordinator",
-    "JoinGroupResponse": "joined",
-    "SyncGroupResponse": "synced",
-}
-"""Membership events whose first success (error code 0) is a timeline step."""
+"""Membership events whose first success (error code 0) is a timeline step. Under the consumer protocol
+(KIP-848) the join is the first ConsumerGroupHeartbeat answered, and "synced" the first assignment the
+member hands out (the answer's topic ids resolved): the action PartitionsAssigned."""
 
 
 async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) -> None:
@@ -179,6 +174,8 @@ async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) 
             step = OBSERVED_STEPS.get(type(event).__name__)
             if step is not None and getattr(event, "error_code", None) == 0:
                 steps.once(step)
+            if any(type(action).__name__ == "PartitionsAssigned" for action in produced):
+                steps.once("synced")
             if args.trace and type(event).__name__ not in ("PollCalled", "Tick"):
                 actions = [type(a).__name__ for a in produced]
                 say(
@@ -199,14 +196,22 @@ async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) 
         def on_partitions_lost(self, lost: frozenset[Any]) -> None:
             say("lost", partitions=_names(lost), n=len(lost))
 
+    # Under the consumer protocol the broker assigns and owns the session timeout and heartbeat interval.
+    protocol = (
+        {
+            "session_timeout_ms": args.session_ms,
+            "heartbeat_interval_ms": args.heartbeat_ms,
+            "assignors": ("range",),
+        }
+        if args.group_protocol == "classic"
+        else {"group_protocol": args.group_protocol}
+    )
     consumer = StaticConsumer(
         args.topic,
         bootstrap_servers=args.bootstrap,
         group_id=args.group,
         group_instance_id=args.instance,
-        session_timeout_ms=args.session_ms,
-        heartbeat_interval_ms=args.heartbeat_ms,
-        assignors=("range",),
+        **protocol,
         auto_commit_interval_ms=1000,
         auto_offset_reset="latest",
         listener=Reporter(),
@@ -355,7 +360,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--trace", action="store_true", help="diagnostics: report every request (patches aiokafka)"
     )
+    parser.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="consumer: KIP-848 (staticconsumer only; aiokafka speaks only the classic protocol)",
+    )
     args = parser.parse_args(argv)
+    if args.group_protocol != "classic" and args.client != "staticconsumer":
+        parser.error("only staticconsumer speaks the consumer protocol (KIP-848)")
     if args.list_imports:
         print(json.dumps(imported_modules(args.client)))
         return 0

@@ -69,7 +69,7 @@ def dataclass(
 
 
 def _annotation_kind(annotation: Any) -> str:
-    """"classvar", "initvar" or "field", as dataclasses reads an annotation (strings included)."""
+    """How dataclasses reads an annotation (strings included): "classvar", "initvar" or "field"."""
     if isinstance(annotation, str):
         head = annotation.strip().split("[", 1)[0].strip()
         if head in ("ClassVar", "typing.ClassVar"):

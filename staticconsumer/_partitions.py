@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +20,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
+from staticconsumer import _aiokafka
+from staticconsumer.errors import IllegalStateError
 from staticconsumer.listener import ListenerCall, call_listener
 from staticconsumer.membership import OffsetAndMetadata, ReleaseReason, TopicPartition
 from staticconsumer.runtime.owner import MemberSnapshot
@@ -39,6 +43,8 @@ class _Held:
     None until known (no committed offset and nothing returned yet)."""
     fetching: bool = True
     buffer: collections.deque[ConsumerRecord[Any, Any]] = field(default_factory=collections.deque)
+    reset: str | None = None
+    """``earliest``/``latest`` after seek_to_beginning/end made before the fetcher started: done then."""
 
 
 class ApplicationPartitions:
@@ -52,6 +58,13 @@ class ApplicationPartitions:
         self._fetching: Partitions = frozenset()
         self._paused: set[TopicPartition] = set()
         self._on_change = on_change
+        self.topics: frozenset[str] = frozenset()
+        """The subscribed topics, kept in the fetcher's metadata (``partitions_for_topic``)."""
+        self._draining: _Held | None = None
+        """The partition ``take_one`` hands records from until its buffer is empty (None: look again)."""
+        self.hand_over_until = -math.inf
+        """``take_one`` hands records over only before this monotonic instant: the consumer sets it
+        after its per-poll work (liveness, auto-commit) and clears it when it stops."""
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -60,11 +73,73 @@ class ApplicationPartitions:
         """The partitions owned and fetched right now."""
         return self._fetching
 
+    def holds(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` is this member's: fetched now, or stopped and waiting for its revoke callback
+        (so seek, position and commit work inside ``on_partitions_revoked``, as in aiokafka)."""
+        return tp in self._held
+
+    def require(self, partitions: tuple[TopicPartition, ...], call: str) -> tuple[TopicPartition, ...]:
+        """``partitions`` (every held one when empty), or IllegalStateError naming those not held."""
+        if not partitions:
+            return tuple(self._held)
+        foreign = sorted(tp for tp in partitions if tp not in self._held)
+        if foreign:
+            owned = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(self._held)) or "none"
+            raise IllegalStateError(
+                f"{call}: {', '.join(f'{tp.topic}[{tp.partition}]' for tp in foreign)} "
+                f"{'is' if len(foreign) == 1 else 'are'} not assigned to this consumer (it owns: {owned}). "
+                "Partitions come from the group: call it for owned partitions, e.g. in on_partitions_assigned"
+            )
+        return partitions
+
+    async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record the application will get from ``tp`` (held)."""
+        held = self._held[tp]
+        if held.position is not None:
+            return held.position
+        if held.buffer:
+            return int(held.buffer[0].offset)
+        fetcher = self.fetcher
+        if fetcher is None or not held.fetching:
+            raise IllegalStateError(
+                f"the position of {tp.topic}[{tp.partition}] is not known: nothing was read from it, the "
+                "group has no committed offset for it, and it is no longer fetched"
+            )
+        # Nothing returned and nothing committed: where the reset policy puts the fetcher.
+        return int(await fetcher.position(_kafka(tp)))
+
+    def fetch_state(self, tp: TopicPartition) -> KafkaTopicPartition | None:
+        """aiokafka's partition to ask for highwater/LSO/poll time, when the fetcher fetches ``tp``."""
+        fetcher = self.fetcher
+        ktp = _kafka(tp)
+        if fetcher is None or ktp not in fetcher.assignment():
+            return None
+        return ktp
+
+    def paused(self) -> frozenset[TopicPartition]:
+        return frozenset(self._paused)
+
     def positions(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """Positions after the records returned to the application: owned partitions, plus those being
         revoked right now (fetching stops before the revoke callback, but their progress must still be
         committed by it or inside it)."""
         return {tp: OffsetAndMetadata(h.position) for tp, h in self._held.items() if h.position is not None}
+
+    def holding(self, partitions: Partitions) -> dict[TopicPartition, object]:
+        """A token per partition held now. Records a fetch started under a token are delivered only if
+        the partition is still held under the same one (``still_held``): kept through a cooperative
+        rebalance, yes; revoked, lost or given back anew (positions reset), no."""
+        return {tp: self._held[tp] for tp in partitions if tp in self._held}
+
+    def still_held(self, partition: TopicPartition, token: object) -> bool:
+        held = self._held.get(partition)
+        return held is not None and held is token and held.fetching
+
+    def consumed_position(self, partition: TopicPartition) -> int | None:
+        """The consumed position of one partition (None: unknown or not held). Safe to call from
+        another thread (the lag gauge's exporter): one dict lookup."""
+        held = self._held.get(partition)
+        return None if held is None else held.position
 
     # -- buffered records ---------------------------------------------------------------------------
 
@@ -87,6 +162,22 @@ class ApplicationPartitions:
             budget -= len(rows)
         return result
 
+    def take_one(self) -> ConsumerRecord[Any, Any] | None:
+        """The next buffered record of any partition, its position moved past it; None when nothing is
+        buffered or ``hand_over_until`` has passed. The per-record path of ``getone`` and ``async for``:
+        one partition is drained before the next (the order ``take`` uses), without building a batch
+        for a single record."""
+        if time.monotonic() >= self.hand_over_until:
+            return None
+        held = self._draining
+        if held is None or not held.buffer:
+            held = self._draining = next((h for h in self._held.values() if h.buffer), None)
+            if held is None:
+                return None
+        record = held.buffer.popleft()
+        held.position = record.offset + 1
+        return record
+
     def buffer(self, records: Records) -> None:
         for tp, rows in records.items():
             held = self._held.get(tp)
@@ -99,6 +190,7 @@ class ApplicationPartitions:
             held = self._held.get(tp)
             if held is not None:
                 held.position = rows[-1].offset + 1
+                held.reset = None
 
     def drop_buffered(self, partitions: tuple[TopicPartition, ...]) -> None:
         """Forget buffered records (after a seek): they are fetched again from the new position."""
@@ -112,6 +204,17 @@ class ApplicationPartitions:
         if held is not None:
             held.buffer.clear()
             held.position = offset
+            held.reset = None
+
+    def reset(self, partitions: tuple[TopicPartition, ...], where: str) -> None:
+        """seek_to_beginning/end (``where``: earliest/latest): the position is the fetcher's until a
+        record is returned again."""
+        for tp in partitions:
+            held = self._held.get(tp)
+            if held is not None:
+                held.buffer.clear()
+                held.position = None
+                held.reset = where if self.fetcher is None else None
 
     # -- pause -------------------------------------------------------------------------------------
 
@@ -131,6 +234,7 @@ class ApplicationPartitions:
             held = self._held[tp]
             held.fetching = False
             held.buffer.clear()
+        self._draining = None
         self._fetching = frozenset(tp for tp, h in self._held.items() if h.fetching)
         if self.fetcher is not None:
             with contextlib.suppress(Exception):
@@ -160,6 +264,7 @@ class ApplicationPartitions:
         generation: int,
         committed: Mapping[TopicPartition, int],
     ) -> None:
+        self._draining = None
         for tp in partitions:
             offset = committed.get(tp, -1)
             self._held[tp] = _Held(position=offset if offset >= 0 else None)
@@ -178,7 +283,21 @@ class ApplicationPartitions:
 
     # -- the fetcher --------------------------------------------------------------------------------
 
+    async def attach(self, fetcher: AIOKafkaConsumer) -> None:
+        """The fetcher has started: fetch what was assigned meanwhile, from the positions known."""
+        self.fetcher = fetcher
+        await self._refetch(
+            {tp: h.position for tp, h in self._held.items() if h.fetching and h.position is not None}
+        )
+        for where, seek in (("earliest", fetcher.seek_to_beginning), ("latest", fetcher.seek_to_end)):
+            pending = [_kafka(tp) for tp, h in self._held.items() if h.fetching and h.reset == where]
+            if pending:
+                await seek(*pending)
+        for held in self._held.values():
+            held.reset = None
+
     async def _forget(self, partitions: Partitions) -> None:
+        self._draining = None
         for tp in partitions:
             self._held.pop(tp, None)
         self._paused.difference_update(partitions)
@@ -194,8 +313,13 @@ class ApplicationPartitions:
         if current == set(self._fetching) and not seeks:
             return
         kept = (current & self._fetching) - set(seeks)
+        for tp in kept:  # may wait for a position being reset (offset reset policy)
+            await fetcher.position(_kafka(tp))
+        # Every position is valid now, so this pass never suspends: no fetch can move a kept partition
+        # between reading its place and re-assigning the fetcher (which forgets it).
         places = {tp: await fetcher.position(_kafka(tp)) for tp in kept}
         fetcher.assign([_kafka(tp) for tp in self._fetching])
+        _aiokafka.track_topics(fetcher, self.topics)
         for tp, offset in {**places, **seeks}.items():
             fetcher.seek(_kafka(tp), offset)
         paused = self._paused & self._fetching

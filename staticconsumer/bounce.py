@@ -10,6 +10,10 @@ Modes: ``staticconsumer-static``, ``staticconsumer-dynamic``, ``aiokafka-static`
 ``group_instance_id``), ``aiokafka-dynamic`` and ``java-static`` (Kafka's own KafkaConsumer with
 ``group.instance.id``, from the Java oracle module). Every mode uses the eager range assignor, so
 they differ only in membership.
+Two more modes run the consumer protocol (KIP-848, Kafka 4.0+): ``staticconsumer-consumer`` and
+``java-consumer`` (``group_protocol=consumer`` / ``group.protocol=consumer``, static): the broker assigns
+(its default server-side assignor) and owns the session timeout and heartbeat interval, so
+``session_ms`` and ``heartbeat_ms`` do not apply to them.
 
 Member processes import only their own client: the Python ones run ``staticconsumer/_bounce_member.py``
 by path (so an aiokafka member never imports ``staticconsumer``), the Java one is the oracle module's
@@ -42,11 +46,13 @@ CLIENTS = ("staticconsumer", "aiokafka", "java")
 
 @dataclass(frozen=True)
 class Mode:
-    """A client and whether its members carry an instance id."""
+    """A client, whether its members carry an instance id, and the group protocol they speak."""
 
     name: str
     client: str
     static: bool
+    group_protocol: str = "classic"
+    """``classic`` (JoinGroup/SyncGroup, range) or ``consumer`` (KIP-848: the broker assigns)."""
 
 
 MODES: dict[str, Mode] = {
@@ -57,6 +63,8 @@ MODES: dict[str, Mode] = {
         Mode("aiokafka-static", "aiokafka", True),
         Mode("aiokafka-dynamic", "aiokafka", False),
         Mode("java-static", "java", True),
+        Mode("staticconsumer-consumer", "staticconsumer", True, "consumer"),
+        Mode("java-consumer", "java", True, "consumer"),
     )
 }
 
@@ -180,6 +188,8 @@ def _python_member(
     ]
     if mode.static:
         command.append(f"--instance=member-{index}")
+    if mode.group_protocol != "classic":
+        command.append(f"--group-protocol={mode.group_protocol}")
     env = member_environment()
     spawned_at = time.time()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
@@ -221,6 +231,11 @@ def _java_member(mode: Mode, index: int, bootstrap: str, topic: str, group: str,
         "commit": "auto",
         "timeline": "true",
     }
+    if mode.group_protocol != "classic":
+        # KIP-848: Java refuses client-side assignors and the session settings under this protocol
+        for classic_only in ("assignor", "session_ms", "heartbeat_ms"):
+            del options[classic_only]
+        options["protocol"] = mode.group_protocol
     if mode.static:
         options["instance"] = f"member-{index}"
     spawned_at = time.time()
@@ -355,6 +370,25 @@ async def _produce_steadily(bootstrap: str, topic: str, per_second: int, stop: a
     return sent
 
 
+async def _until_reconciled(bootstrap: str, group: str, within: float) -> None:
+    """Consumer protocol: until the broker says every member reached its target assignment. The members'
+    own reports can look settled before that: a newcomer's first assignment is often empty while an
+    owner has yet to give partitions up, at its next heartbeat (the broker's interval, 5 s by default)."""
+    from staticconsumer.admin import GroupAdmin
+
+    deadline = time.monotonic() + within
+    async with GroupAdmin(bootstrap_servers=bootstrap) as admin:
+        while True:
+            described = await admin.describe_group(group)
+            if described.state == "Stable" and all(
+                m.assignment == m.target_assignment and m.member_epoch != -2 for m in described.members
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"rolling bounce: group {group} not reconciled within {within:.0f}s")
+            await asyncio.sleep(0.2)
+
+
 def _settled(members: list[Member], partitions: int) -> bool:
     """Every member has been assigned, and every partition has exactly one owner."""
     owned = [m.owned() for m in members]
@@ -402,6 +436,8 @@ async def bounce(
         await _wait_for(
             lambda: _settled(members, settings.partitions), settings.settle_within, f"{mode.name} to settle"
         )
+        if mode.group_protocol == "consumer":
+            await _until_reconciled(bootstrap, group, settings.settle_within)
         seen_before = _generations(everyone)
         start_generation = max(seen_before)
         result = BounceResult(
@@ -424,6 +460,8 @@ async def bounce(
                 settings.settle_within,
                 f"{mode.name} to settle after restart {index}",
             )
+            if mode.group_protocol == "consumer":
+                await _until_reconciled(bootstrap, group, settings.settle_within)
             await asyncio.sleep(settings.grace)
             first_record = new.first("first_record")
             assert first_record is not None

@@ -13,34 +13,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
+from aiokafka.structs import OffsetAndTimestamp
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 import assignors as assignor_lib
-from staticconsumer import _aiokafka
+from staticconsumer import _aiokafka, _inputs
 from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
+from staticconsumer.connection import ConnectionMonitor, ConnectionState
 from staticconsumer.errors import (
     ConfigurationError,
     ConsumerStoppedError,
     DuplicateInstanceIdError,
+    IllegalStateError,
     StaticMembershipUnsupportedError,
 )
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, OffsetAndMetadata, TopicPartition
 from staticconsumer.protocol import Message
+from staticconsumer.runtime.assignment import rebalance_protocol_of
 from staticconsumer.runtime.subscription import Subscription
 from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
-from staticconsumer.telemetry import telemetry_observers
+from staticconsumer.telemetry import caller_context, record_tracer, telemetry_observers
+from staticconsumer.telemetry.deferred import NO_PROCESSING, DeferredRecordTracer, NoProcessing
+from staticconsumer.telemetry.fetcher import uninstrumented
 
 if TYPE_CHECKING:
     from staticconsumer.eventlog import EventLog
+    from staticconsumer.telemetry.records import ProcessingBlock, RecordTracer
 
 log = logging.getLogger("staticconsumer")
+
+FETCHER_OPTIONS = ("key_deserializer", "value_deserializer", "consumer_timeout_ms")
+"""aiokafka consumer options that are not settings: they configure how records are fetched and decoded
+(callables and a polling detail), so they go to the fetcher as given, never into Settings or the env."""
+
+POLL_TICK = 0.01
+"""Seconds between two rounds of the per-poll work (the liveness report, the auto-commit check, the
+record tracer's look for an SDK) while ``getone``/``async for`` hand over buffered records: each is
+cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway."""
 
 
 class StaticConsumer:
@@ -48,7 +66,9 @@ class StaticConsumer:
 
     ``StaticConsumer("orders", bootstrap_servers="k:9092", group_id="billing",
     group_instance_id="billing-0")``; any other setting by its field name in
-    ``staticconsumer.settings.Settings``, or a ready ``settings=``. ``pattern=`` subscribes by regex.
+    ``staticconsumer.settings.Settings``, or a ready ``settings=``. ``pattern=`` subscribes by regex;
+    with neither topics nor pattern, call ``subscribe()`` (before or after ``start()``, as in aiokafka).
+    ``key_deserializer``, ``value_deserializer`` and ``consumer_timeout_ms`` are aiokafka's.
 
     ``request_hook(api_name, version, message)`` sees every group request just before it is sent
     (diagnostics and tests; it runs on the membership thread and must not block). ``observers`` see
@@ -72,6 +92,7 @@ class StaticConsumer:
         api_version_caps: Mapping[str, int] | None = None,
         **options: Any,
     ) -> None:
+        fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
         if settings is not None and options:
             settings = Settings.from_env(environ={}, **{**_settings_fields(settings), **options})
         self.settings = settings or Settings.from_env(environ={}, **options)
@@ -79,9 +100,11 @@ class StaticConsumer:
             raise ConfigurationError("group_id is required: StaticConsumer always joins a consumer group")
         if topics and pattern:
             raise ConfigurationError("subscribe to topics or to a pattern, not both")
-        if not topics and not pattern:
-            raise ConfigurationError("give at least one topic or a pattern to subscribe to")
-        self._subscription = Subscription(topics, pattern)
+        self._fetcher_options = _fetcher_options(fetcher_options)
+        names = _inputs.topics(topics) if topics else frozenset()
+        regex = _inputs.pattern(pattern) if pattern is not None else None
+        self._subscription = Subscription(names, regex)
+        self._wanted: tuple[frozenset[str], str | None] = (names, regex)
         self._request_hook = request_hook
         self.event_log = _event_log(self.settings)
         """The membership event log when the settings enable one (its ``dropped`` counts lost records)."""
@@ -90,16 +113,38 @@ class StaticConsumer:
             + ((self.event_log,) if self.event_log is not None else ())
             + telemetry_observers(telemetry, client_id=self.settings.effective_client_id)
         )
+        self._records = self._record_tracer(telemetry)
         self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
+        self._rebalance_protocol = rebalance_protocol_of(self._assignors)
         self._changed = asyncio.Event()
-        self._partitions = ApplicationPartitions(listener or ConsumerRebalanceListener(), self._changed.set)
+        self._partitions = ApplicationPartitions(
+            ConsumerRebalanceListener() if listener is None else _inputs.listener(listener), self._changed.set
+        )
+        self._partitions.topics = names
         self._fetcher: AIOKafkaConsumer | None = None
+        self._monitor: ConnectionMonitor | None = None
+        self._monitor_task: asyncio.Task[None] | None = None
         self._membership: MembershipThread | None = None
         self._identity: tuple[str, str] | None = None
         self._stopping = False
         self._last_auto_commit = time.monotonic()
         self._auto_commit_task: asyncio.Task[None] | None = None
+
+    def _record_tracer(
+        self, telemetry: bool | MembershipObserver
+    ) -> RecordTracer | DeferredRecordTracer | None:
+        """Spans and metrics of records (None with ``telemetry=False``); OpenTelemetry is imported
+        when the process uses it, not before (``telemetry.record_tracer``)."""
+        s = self.settings
+        return record_tracer(
+            telemetry,
+            group_id=s.group_id,
+            client_id=s.effective_client_id,
+            group_instance_id=s.group_instance_id,
+            bootstrap_servers=s.bootstrap_servers,
+            lag=self._partition_lag,
+        )
 
     @classmethod
     def from_env(
@@ -115,7 +160,7 @@ class StaticConsumer:
         """Settings from ``<prefix>*`` environment variables; keyword arguments (setting fields) win.
 
         ``consumer_options`` passes constructor options that are not settings (``telemetry``,
-        ``observers``, ``request_hook``, ``api_version_caps``).
+        ``observers``, ``request_hook``, ``api_version_caps``, ``key_deserializer``, ...).
         """
         settings = Settings.from_env(environ, prefix, **overrides)
         return cls(
@@ -128,14 +173,19 @@ class StaticConsumer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if self._records is not None:  # the exception that left the loop body, if any, is the record's
+            self._records.close(exc)
         await self.stop()
 
     async def start(self) -> None:
-        """Connect, check the broker can carry static membership, and start joining (non-blocking).
+        """Connect, check the broker can carry static membership and that the principal may consume,
+        and start joining (non-blocking).
 
-        The membership thread bootstraps its coordinator connection while the fetcher bootstraps its
-        own; either one's failure is raised here.
+        The membership thread bootstraps first: every bootstrap server probed at once, a typed error
+        that says why within request.timeout.ms (nothing listening, a silent server, refused
+        credentials, a missing ACL, a missing topic with fail_on_missing_topics); then the fetcher
+        bootstraps from the server that answered. Either one's failure is raised here.
         """
         s = self.settings
         if s.group_instance_id is not None:
@@ -148,27 +198,46 @@ class StaticConsumer:
                 )
             StaticConsumer._running_identities.add(identity)
             self._identity = identity
+        self._monitor = ConnectionMonitor(f"group {s.group_id!r}")
         self._membership = MembershipThread(
+            monitor=self._monitor,
             settings=s,
             owner=self._partitions,
             assignors=self._assignors,
             subscription=self._subscription,
+            rebalance_protocol=self._rebalance_protocol,
             observers=self._observers,
             on_request=self._forward_request,
             version_caps=self._version_caps,
             closers=(self.event_log.aclose,) if self.event_log is not None else (),
         )
-        self._fetcher = _aiokafka.new_fetcher(
-            max_response_bytes=s.response_limits()[1], **self._fetcher_kwargs()
+        self._fetcher = fetcher = _aiokafka.new_fetcher(
+            max_response_bytes=s.response_limits()[1], subclass=uninstrumented, **self._fetcher_kwargs()
         )
-        self._partitions.fetcher = self._fetcher
-        started = await asyncio.gather(
-            self._membership.start(), self._fetcher.start(), return_exceptions=True
-        )
-        failure = next((r for r in started if isinstance(r, BaseException)), None)
-        if failure is not None:
+        membership = self._membership
+        ready = asyncio.ensure_future(membership.start())
+        fetcher_started: asyncio.Future[None] | None = None
+        try:
+            try:  # the fetcher bootstraps while the membership checks access
+                answered = await membership.bootstrapped()
+                fetcher_started = asyncio.ensure_future(_aiokafka.start_consumer_from(fetcher, answered))
+                await ready
+                await fetcher_started
+            finally:
+                for pending in (ready, fetcher_started):
+                    if pending is None:
+                        continue
+                    if not pending.done():
+                        pending.cancel()
+                    with contextlib.suppress(BaseException):
+                        await pending  # settles it: no "exception was never retrieved"
+            client = _aiokafka.fetcher_client(fetcher)
+            self._monitor.watch(client)
+            self._monitor_task = asyncio.create_task(self._monitor.run(client))
+            await self._partitions.attach(fetcher)
+        except BaseException:
             await self._shut_down(leave_group=False)
-            raise failure
+            raise
 
     def _forward_request(self, api: str, version: int, message: Message) -> None:
         """The request hook as set now (tests and diagnostics may swap it on a running consumer)."""
@@ -189,6 +258,7 @@ class StaticConsumer:
             max_partition_fetch_bytes=s.max_partition_fetch_bytes,
             fetch_max_wait_ms=s.fetch_max_wait_ms,
             max_poll_records=s.max_poll_records,
+            **self._fetcher_options,
         )
         return kwargs
 
@@ -198,26 +268,38 @@ class StaticConsumer:
         ``leave_group=True`` names this instance id in a LeaveGroup so the group rebalances at once:
         use it for scale-down, when this instance will not come back.
         """
+        if self._records is not None:  # in ``finally:`` after a loop, the exception leaving it
+            self._records.close(sys.exc_info()[1])
         if self._stopping:
             return
         self._stopping = True
+        self._partitions.hand_over_until = -math.inf
         if self._auto_commit_task is not None:
             with contextlib.suppress(Exception):
                 await self._auto_commit_task
         await self._shut_down(leave_group)
 
     async def _shut_down(self, leave_group: bool) -> None:
-        membership, self._membership = self._membership, None
+        membership = self._membership  # kept while stopping: the revoke callback may still commit
         try:
             if membership is not None and membership.started:
                 await membership.stop(leave_group, self.settings.request_timeout_ms / 1000)
             elif self.event_log is not None:  # the membership thread closes it when it ran
                 await self.event_log.aclose()
         finally:
+            self._membership = None
             self._partitions.stop_fetching(None)
+            monitor, task = self._monitor, self._monitor_task
+            self._monitor, self._monitor_task = None, None
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
             if self._fetcher is not None:
                 with contextlib.suppress(Exception):
                     await self._fetcher.stop()
+            if monitor is not None:  # after the clients closed: their last failures stay folded
+                monitor.close()
             if self._identity is not None:
                 StaticConsumer._running_identities.discard(self._identity)
                 self._identity = None
@@ -239,12 +321,27 @@ class StaticConsumer:
 
     @property
     def rebalance_protocol(self) -> str:
-        """How this member moves partitions in a rebalance: ``eager`` or ``cooperative``."""
-        return self._partitions.snapshot.rebalance_protocol
+        """How this member moves partitions in a rebalance: ``cooperative`` when every configured assignor
+        supports it (``cooperative-sticky``), else ``eager``; fixed when the consumer is built."""
+        return self._rebalance_protocol.value
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this member currently owns and fetches."""
         return self._partitions.fetching
+
+    @property
+    def connection_state(self) -> ConnectionState:
+        """How much of the cluster this consumer reaches: ``CONNECTED``, ``DEGRADED`` (some brokers
+        unreachable) or ``DISCONNECTED`` (none, or not running). Each change is logged once, as a WARNING."""
+        monitor = self._monitor
+        return ConnectionState.DISCONNECTED if monitor is None else monitor.state
+
+    @property
+    def missing_topics(self) -> frozenset[str]:
+        """Subscribed topics that did not exist at the last check (a WARNING repeats while they are
+        missing; ``fail_on_missing_topics`` makes them fatal instead)."""
+        membership = self._membership
+        return frozenset() if membership is None else membership.missing_topics
 
     # -- records --------------------------------------------------------------------------------
 
@@ -252,12 +349,16 @@ class StaticConsumer:
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Records from owned partitions; waits up to ``timeout_ms`` (rebalances included)."""
+        records = self._records
+        started = records.requested() if records is not None else 0
         self._poll_started()
         wanted = frozenset(partitions)
         result = self._partitions.take(wanted, max_records)
         if not result:
             result = await self._fetch(wanted, timeout_ms, max_records)
         self._partitions.returned(result)
+        if records is not None:
+            records.polled(result, started)
         return result
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
@@ -267,19 +368,41 @@ class StaticConsumer:
         about what getmany does; buffered records of a partition that is revoked or sought are dropped,
         never returned, and so never committed past.
         """
-        wanted = frozenset(partitions)
+        if not partitions:  # the per-record fast path, as in __anext__
+            record = self._partitions.take_one()
+            if record is not None:
+                records = self._records
+                if records is not None and records.per_record:
+                    records.delivered(record)
+                return record
+        return await self._getone(frozenset(partitions))
+
+    async def _getone(self, wanted: Partitions) -> ConsumerRecord[Any, Any]:
+        records = self._records
+        if records is not None:
+            records.requested()
         while True:
             self._poll_started()
-            taken = self._partitions.take(wanted, 1)
-            if taken:
+            if wanted:
+                taken = self._partitions.take(wanted, 1)
                 self._partitions.returned(taken)
-                return next(iter(taken.values()))[0]
+                record = next(iter(taken.values()))[0] if taken else None
+            else:
+                record = self._partitions.take_one()
+            if record is not None:
+                if records is not None:
+                    records.delivered(record)
+                return record
             self._partitions.buffer(await self._fetch(wanted, 1000, None))
 
     def _poll_started(self) -> None:
         membership = self._raise_if_unusable()
         membership.poll_called()
-        self._maybe_auto_commit()
+        now = time.monotonic()
+        # Records already buffered are handed over without this work until the next tick. A fatal
+        # error, a revoke or stop() empties the buffers or ends the tick first, so none is missed.
+        self._partitions.hand_over_until = now + POLL_TICK
+        self._maybe_auto_commit(now)
 
     async def _fetch(self, wanted: Partitions, timeout_ms: int, max_records: int | None) -> Records:
         """Fetch from owned partitions, waiting through rebalances; nothing is marked returned here."""
@@ -294,20 +417,22 @@ class StaticConsumer:
                     return {}
                 await self._wait_for_change(remaining)
                 continue
-            generation = self.generation
+            holding = self._partitions.holding(owned)
             records = await self._interruptible_fetch(owned, remaining, max_records)
             self._raise_if_unusable()
-            if records is None or generation != self.generation:
-                # Interrupted by a rebalance: what was fetched for old partitions is dropped and will be
-                # read again from the committed offset by whoever owns it next. Nothing is skipped.
+            if records is None:
                 if time.monotonic() >= deadline:
                     return {}
                 continue
+            # Records of a partition still held as it was when the fetch began are delivered, whatever
+            # the generation (a cooperative member keeps fetching through rebalances; dropping them
+            # would skip them, as the fetcher has moved past them). Those of a partition revoked, lost
+            # or assigned anew meanwhile are dropped: they are read again from the committed offset.
             result: Records = {}
-            fetching = self._partitions.fetching
             for tp, batch in records.items():
                 ours = TopicPartition(tp.topic, tp.partition)
-                if batch and ours in fetching:
+                token = holding.get(ours)
+                if batch and token is not None and self._partitions.still_held(ours, token):
                     result[ours] = batch
             if result or time.monotonic() >= deadline:
                 return result
@@ -343,42 +468,97 @@ class StaticConsumer:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), seconds)
 
-    def __aiter__(self) -> StaticConsumer:
-        return self
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:
+        records = self._records
+        # The tracer's loop object notices the loop being left, so the record's span ends there.
+        return records.loop(self.__anext__, self._partitions.take_one) if records is not None else self
 
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
+        record = self._partitions.take_one()  # the per-record fast path (see _poll_started)
+        if record is not None:
+            records = self._records
+            if records is not None and records.per_record:
+                records.delivered(record)
+            return record
         if self._stopping and self._partitions.snapshot.fatal_error is None:
+            self._loop_ended()
             raise StopAsyncIteration
         try:
-            return await self.getone()
+            return await self._getone(_ALL)
         except ConsumerStoppedError:
+            self._loop_ended()
             raise StopAsyncIteration from None
+
+    def _loop_ended(self) -> None:
+        if self._records is not None:
+            self._records.end()
+
+    def processing(self, record: ConsumerRecord[Any, Any]) -> ProcessingBlock | NoProcessing:
+        """``with consumer.processing(record):`` runs the block inside the record's ``process`` span
+        (its producer's trace) and records an exception leaving the block on it.
+
+        For records from ``getmany``; inside ``async for`` it takes over the span the loop opened for
+        the record, so an exception is recorded whatever catches it later. Costs nothing measurable
+        until an OpenTelemetry SDK is installed (see docs/telemetry.md).
+        """
+        if self._records is None:
+            return NO_PROCESSING
+        return self._records.processing(record)
+
+    def _partition_lag(self) -> dict[TopicPartition, int]:
+        """Per partition: the end offset of the latest fetch (the high watermark, or the last stable
+        offset with read_committed) minus the consumed position. Runs on the SDK's exporter thread."""
+        fetcher = self._fetcher
+        if fetcher is None:
+            return {}
+        end = (
+            fetcher.last_stable_offset
+            if self.settings.isolation_level == "read_committed"
+            else fetcher.highwater
+        )
+        from staticconsumer.telemetry.instruments import partition_lag  # only an SDK asks
+
+        return partition_lag(
+            self._partitions.fetching,
+            self._partitions.consumed_position,
+            lambda tp: end(KafkaTopicPartition(tp.topic, tp.partition)),
+        )
 
     # -- offsets --------------------------------------------------------------------------------
 
-    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
-        """Commit ``offsets`` (next offset to read), or the positions of every record returned so far."""
-        membership = self._raise_if_unusable()
-        if offsets is None:
-            to_commit = self._partitions.positions()
-        else:
-            to_commit = {
-                TopicPartition(tp[0], tp[1]): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
-                for tp, o in offsets.items()
-            }
-        if not to_commit:
-            return
-        await membership.commit(to_commit)
+    async def commit(self, offsets: Mapping[Any, Any] | None = None) -> None:
+        """Commit ``offsets`` (the next offset to read per partition), or the positions of every record
+        returned so far.
 
-    def _maybe_auto_commit(self) -> None:
+        Each value is an ``int``, an ``OffsetAndMetadata`` (aiokafka's or ours) or an ``(offset,
+        metadata)`` tuple, as in aiokafka. Bad input is a TypeError or ValueError naming the entry,
+        raised before anything is sent.
+        """
+        to_commit = None if offsets is None else _inputs.commit_offsets(offsets)
+        caller = caller_context()  # the commit span's parent: the span current here, if any
+        fatal = self._partitions.snapshot.fatal_error
+        if fatal is not None:
+            raise fatal
+        membership = self._membership  # still there while stop() runs the revoke callback
+        if membership is None:
+            raise ConsumerStoppedError("the consumer is not running: call start() first, or it was stopped")
+        if to_commit is None:
+            to_commit = self._partitions.positions()
+            if not to_commit:
+                if self._nothing_subscribed():
+                    raise IllegalStateError("commit(): this consumer is not subscribed to any topics")
+                return
+        await membership.commit(to_commit, caller=caller)
+
+    def _maybe_auto_commit(self, now: float) -> None:
         membership = self._membership
         if not self.settings.enable_auto_commit or membership is None:
             return
-        if time.monotonic() - self._last_auto_commit < self.settings.auto_commit_interval_ms / 1000:
+        if now - self._last_auto_commit < self.settings.auto_commit_interval_ms / 1000:
             return
         if self._auto_commit_task is not None and not self._auto_commit_task.done():
             return
-        self._last_auto_commit = time.monotonic()
+        self._last_auto_commit = now
         offsets = self._partitions.positions()
         if offsets:
             self._auto_commit_task = asyncio.create_task(self._auto_commit(membership, offsets))
@@ -392,35 +572,225 @@ class StaticConsumer:
         except Exception as error:
             log.info("auto-commit of %d offsets did not complete: %s", len(offsets), error)
 
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The group's committed offset of ``partition`` (any partition, owned or not), None when the
+        group never committed one. Read from the coordinator, within request.timeout.ms."""
+        tp = _inputs.partition(partition, "partition")
+        membership = self._raise_if_unusable()
+        offset = (await membership.committed(frozenset({tp}))).get(tp, -1)
+        return None if offset < 0 else offset
+
+    async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record ``getmany``/``getone`` will return from ``partition`` (owned):
+        after the last record returned, else the committed offset, else where the reset policy puts it."""
+        (tp,) = self._owned((_inputs.partition(partition, "partition"),), "position")
+        return await self._partitions.position(tp)
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's high watermark (offset of the next record produced) as of the last fetch
+        from it; None before the first fetch."""
+        return self._fetch_state(partition, "highwater", AIOKafkaConsumer.highwater)
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        """The last stable offset as of the last fetch (read_committed; -1 with read_uncommitted)."""
+        return self._fetch_state(partition, "last_stable_offset", AIOKafkaConsumer.last_stable_offset)
+
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When (ms since the epoch) ``highwater`` and ``last_stable_offset`` were last updated."""
+        return self._fetch_state(partition, "last_poll_timestamp", AIOKafkaConsumer.last_poll_timestamp)
+
+    def _fetch_state(
+        self, partition: TopicPartition, call: str, read: Callable[[AIOKafkaConsumer, Any], int | None]
+    ) -> int | None:
+        (tp,) = self._owned((_inputs.partition(partition, "partition"),), call)
+        fetched = self._partitions.fetch_state(tp)
+        if fetched is None or self._fetcher is None:
+            return None
+        return read(self._fetcher, fetched)
+
+    async def beginning_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The first offset of each partition (any partition); positions are not changed."""
+        wanted = _inputs.partitions(partitions, "partitions")
+        answer = await self._require_fetcher().beginning_offsets([_kafka(tp) for tp in wanted])
+        return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
+
+    async def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset of the next record to be produced to each partition (any partition)."""
+        wanted = _inputs.partitions(partitions, "partitions")
+        answer = await self._require_fetcher().end_offsets([_kafka(tp) for tp in wanted])
+        return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is at least the given one (ms since the epoch), per
+        partition (any partition); None where there is no such record. ``timestamps`` is not modified."""
+        wanted = _inputs.timestamps(timestamps)
+        answer = await self._require_fetcher().offsets_for_times(
+            {_kafka(tp): ms for tp, ms in wanted.items()}
+        )
+        return {TopicPartition(tp.topic, tp.partition): found for tp, found in answer.items()}
+
     def _require_fetcher(self) -> AIOKafkaConsumer:
-        if self._fetcher is None:
-            raise ConsumerStoppedError("the consumer is not running: call start() first")
+        if self._fetcher is None or self._membership is None or self._stopping:
+            raise ConsumerStoppedError("the consumer is not running: call start() first, or it was stopped")
         return self._fetcher
 
+    def _owned(self, partitions: tuple[TopicPartition, ...], call: str) -> tuple[TopicPartition, ...]:
+        """``partitions`` if this member owns them all (every owned one when empty), else
+        IllegalStateError naming the others; before start() nothing is owned yet."""
+        if self._membership is None or self._fetcher is None:
+            listed = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in partitions) or "partitions"
+            raise IllegalStateError(
+                f"{call}({listed}): this consumer is not running, so it owns no partitions. Call start() "
+                "first; partitions come from the group (seek in on_partitions_assigned, for example)"
+            )
+        return self._partitions.require(partitions, call)
+
     def seek(self, partition: TopicPartition, offset: int) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.sought(TopicPartition(partition.topic, partition.partition), offset)
-        fetcher.seek(KafkaTopicPartition(partition.topic, partition.partition), offset)
+        """Read ``partition`` (owned) from ``offset`` on: next getmany/getone and commits go from there."""
+        tp = _inputs.partition(partition, "partition")
+        where = _inputs.offset(offset, "offset")
+        self._owned((tp,), "seek")
+        self._partitions.sought(tp, where)
+        if self._partitions.fetch_state(tp) is not None:
+            self._require_fetcher().seek(_kafka(tp), where)
 
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.drop_buffered(partitions)
-        await fetcher.seek_to_beginning(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
+        """Read from the oldest available offset of each partition (every owned one when none given)."""
+        return await self._seek_to(partitions, "seek_to_beginning", "earliest")
 
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
+        """Read only records produced from now on (every owned partition when none given)."""
+        return await self._seek_to(partitions, "seek_to_end", "latest")
+
+    async def _seek_to(self, partitions: tuple[TopicPartition, ...], call: str, where: str) -> bool:
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), call)
+        self._partitions.reset(wanted, where)
+        fetched = [ktp for tp in wanted if (ktp := self._partitions.fetch_state(tp)) is not None]
+        if not fetched:
+            return True  # not fetched yet: done when the fetcher starts (see ApplicationPartitions.attach)
         fetcher = self._require_fetcher()
-        self._partitions.drop_buffered(partitions)
-        await fetcher.seek_to_end(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+        seek = fetcher.seek_to_beginning if where == "earliest" else fetcher.seek_to_end
+        return bool(await seek(*fetched))
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
+        """Read each partition (every owned one when none given) from the group's committed offset;
+        returns those offsets (None: nothing committed, the position is left as it is)."""
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), "seek_to_committed")
+        membership = self._raise_if_unusable()
+        committed = await membership.committed(frozenset(wanted))
+        result: dict[TopicPartition, int | None] = {}
+        for tp in wanted:
+            offset = committed.get(tp, -1)
+            result[tp] = None if offset < 0 else offset
+            if offset >= 0 and self._partitions.holds(tp):  # it may have been revoked meanwhile
+                self.seek(tp, offset)
+        return result
 
     def pause(self, *partitions: TopicPartition) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.pause(partitions)
-        fetcher.pause(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+        """Stop returning records of these owned partitions until ``resume`` (no rebalance)."""
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), "pause") if partitions else ()
+        self._partitions.pause(wanted)
+        fetched = [ktp for tp in wanted if (ktp := self._partitions.fetch_state(tp)) is not None]
+        if fetched:
+            self._require_fetcher().pause(*fetched)
 
     def resume(self, *partitions: TopicPartition) -> None:
-        fetcher = self._require_fetcher()
-        self._partitions.resume(partitions)
-        fetcher.resume(*(KafkaTopicPartition(p.topic, p.partition) for p in partitions))
+        """Return records of these paused partitions again."""
+        wanted = self._owned(_inputs.partitions(partitions, "partitions"), "resume") if partitions else ()
+        self._partitions.resume(wanted)
+        fetched = [ktp for tp in wanted if (ktp := self._partitions.fetch_state(tp)) is not None]
+        if fetched:
+            self._require_fetcher().resume(*fetched)
+
+    def paused(self) -> frozenset[TopicPartition]:
+        """The partitions paused with ``pause`` (and still owned)."""
+        return self._partitions.paused()
+
+    # -- subscription and metadata ----------------------------------------------------------------
+
+    def subscribe(
+        self, topics: Sequence[str] | frozenset[str] = (), pattern: str | None = None, listener: Any = None
+    ) -> None:
+        """Subscribe to ``topics`` or to a regex ``pattern`` instead of what was subscribed before, and
+        make ``listener`` (None: none) the rebalance listener, as aiokafka's ``subscribe`` does.
+
+        Before ``start()`` this is what the consumer will join with. On a running consumer the member
+        rejoins with the new subscription (the rebalance it needs); partitions of topics no longer
+        subscribed stop being fetched at once and are revoked by that rebalance.
+        """
+        if topics and pattern:
+            raise TypeError("subscribe() takes topics or a pattern, not both")
+        if not topics and not pattern:
+            raise TypeError("subscribe() needs topics or a pattern; unsubscribe() drops the subscription")
+        names = _inputs.topics(topics) if topics else frozenset()
+        regex = _inputs.pattern(pattern) if pattern else None
+        chosen = ConsumerRebalanceListener() if listener is None else _inputs.listener(listener)
+        self._partitions.listener = chosen
+        described = f"pattern {regex!r}" if regex is not None else f"topics {sorted(names)}"
+        self._resubscribe(names, regex, f"the application subscribed to {described}")
+
+    def unsubscribe(self) -> None:
+        """Subscribe to nothing: the partitions are revoked by a rebalance and none are assigned again.
+
+        Unlike aiokafka, the member stays in its group (a static member keeps its instance id and sends
+        no LeaveGroup); ``subscribe()`` again to get partitions. ``stop(leave_group=True)`` leaves.
+        """
+        self._resubscribe(frozenset(), None, "the application unsubscribed")
+
+    def _resubscribe(self, names: frozenset[str], regex: str | None, reason: str) -> None:
+        if (names, regex) == self._wanted:
+            return
+        self._wanted = (names, regex)
+        self._partitions.topics = names
+        membership = self._membership
+        if membership is None or self._stopping:  # read by the membership thread when it starts
+            self._subscription.replace(names, regex)
+            return
+        gone = frozenset(tp for tp in self._partitions.fetching if regex is None and tp.topic not in names)
+        if gone:
+            self._partitions.stop_fetching(gone)
+        membership.change_subscription(names, regex, reason)
+        if self._fetcher is not None:
+            _aiokafka.track_topics(self._fetcher, names)
+
+    def subscription(self) -> frozenset[str]:
+        """The topics subscribed: those given, or those the pattern matched at the last metadata refresh."""
+        names, regex = self._wanted
+        if regex is None:
+            return names
+        return self._partitions.snapshot.subscription
+
+    def _nothing_subscribed(self) -> bool:
+        names, regex = self._wanted
+        return not names and regex is None
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Not supported: a StaticConsumer's partitions always come from its group.
+
+        For manual assignment without a group, use aiokafka's ``AIOKafkaConsumer(group_id=None)`` and its
+        ``assign()``; static membership has nothing to add there.
+        """
+        raise IllegalStateError(
+            "assign() is not supported: a StaticConsumer always takes its partitions from its consumer group "
+            "(subscribe() to topics or a pattern). For manual assignment without a group, use aiokafka's "
+            "AIOKafkaConsumer(group_id=None) and its assign()"
+        )
+
+    async def topics(self) -> set[str]:
+        """Every topic this principal may see (fresh cluster metadata; internal topics left out)."""
+        return set(await self._require_fetcher().topics())
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        """The partition ids of ``topic`` from the consumer's metadata (which holds the subscribed and
+        the assigned topics), or None when the metadata does not know the topic (or before start())."""
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be a str, not {type(topic).__name__}: {topic!r}")
+        if self._fetcher is None:
+            return None
+        found = self._fetcher.partitions_for_topic(topic)
+        return None if found is None else set(found)
 
     def _raise_if_unusable(self) -> MembershipThread:
         fatal = self._partitions.snapshot.fatal_error
@@ -439,6 +809,30 @@ def _event_log(settings: Settings) -> EventLog | None:
     from staticconsumer.eventlog import EventLog
 
     return EventLog.from_settings(settings)
+
+
+def _kafka(tp: TopicPartition) -> KafkaTopicPartition:
+    return KafkaTopicPartition(tp.topic, tp.partition)
+
+
+def _fetcher_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """aiokafka's fetcher options, checked: deserializers are callables (or None), the timeout a number."""
+    checked: dict[str, Any] = {}
+    for name in ("key_deserializer", "value_deserializer"):
+        if name in options:
+            checked[name] = _inputs.deserializer(options[name], name)
+    if "consumer_timeout_ms" in options:
+        timeout = options["consumer_timeout_ms"]
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+            raise TypeError(f"consumer_timeout_ms must be a number of milliseconds, not {timeout!r}")
+        if timeout < 0:
+            raise ValueError(f"consumer_timeout_ms must not be negative, not {timeout}")
+        checked["consumer_timeout_ms"] = timeout
+    return checked
+
+
+_ALL: Partitions = frozenset()
+"""No partitions named: any owned partition."""
 
 
 def _settings_fields(settings: Settings) -> dict[str, Any]:

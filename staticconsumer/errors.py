@@ -338,7 +338,31 @@ class UnstableOffsetCommitError(BrokerError):
 
 
 class UnreleasedInstanceIdError(BrokerError):
+    """KIP-848: the broker still gives this group.instance.id to an earlier member, which never released it
+    (a leave with epoch -2 or -1); the newcomer is refused, the holder keeps its place.
+
+    ``cause`` says which of the two causes applies: ``"live-process"`` (another process is heartbeating
+    with this instance id) or ``"previous-run"`` (an earlier run did not leave, and the broker keeps its
+    place until its session expires). ``holder_member_id`` is the member id the broker named;
+    ``waited_seconds`` how long the consumer retried before giving up.
+    """
+
     code = ErrorCode.UNRELEASED_INSTANCE_ID
+    LIVE_PROCESS: ClassVar[str] = "live-process"
+    PREVIOUS_RUN: ClassVar[str] = "previous-run"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        cause: str | None = None,
+        holder_member_id: str | None = None,
+        waited_seconds: float | None = None,
+    ) -> None:
+        self.cause = cause
+        self.holder_member_id = holder_member_id
+        self.waited_seconds = waited_seconds
+        super().__init__(message)
 
 
 class StaleMemberEpochError(BrokerError):
@@ -454,6 +478,13 @@ class ConsumerStoppedError(StaticConsumerError):
     """The consumer is not running (never started, or stopped)."""
 
 
+class IllegalStateError(StaticConsumerError, RuntimeError):
+    """A call the consumer's state does not allow: a partition this member does not own (seek, pause,
+    position, highwater...), a commit with nothing subscribed, or ``assign()`` (partitions come from the
+    group). aiokafka raises its own IllegalStateError for the same calls; this one is not a subclass of it,
+    so ``except`` this class (or ``RuntimeError``)."""
+
+
 class DuplicateInstanceIdError(ConfigurationError):
     """Two consumers in one process with the same group and instance id would fence each other forever."""
 
@@ -473,7 +504,6 @@ class AssignorError(StaticConsumerError):
     def __init__(self, assignor: str, message: str) -> None:
         self.assignor = assignor
         super().__init__(f"assignor {assignor!r} {message}")
-
 
 
 # -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------
@@ -562,3 +592,15 @@ class ResponseTooLargeError(ProtocolError):
             f"{what} from broker {broker} claims {size} bytes, more than the {limit} this connection "
             f"accepts; the connection was closed without reading it. If that size is genuine, raise {setting}"
         )
+
+
+class AnalyticsError(StaticConsumerError):
+    """``staticconsumer analyze`` cannot run as asked; the message names the path, master or setting."""
+
+
+class AnalyticsInputError(AnalyticsError, ValueError):
+    """An input path does not exist, cannot be read, or holds no event log record."""
+
+
+class SparkMasterError(AnalyticsError, ValueError):
+    """The Spark master URL is malformed or nothing answers there."""

@@ -103,6 +103,10 @@ class DescribedMember:
     group_instance_id: str | None
     topics: frozenset[str]
     assigned: tuple[TopicPartition, ...]
+    claimed: tuple[TopicPartition, ...] = ()
+    """What it owned as it joined this generation (cooperative members; eager ones claim nothing). A
+    claimed partition missing from every assignment is moving: its owner revokes it and rejoins, and the
+    second rebalance hands it out, so it is not "owned by no member"."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,22 @@
 """The fleet rebalance analysis as Spark DataFrame transformations (no per-row Python, no UDFs).
 
-Every stage is keyed so that it spreads over a cluster: deploy windows and generations by group,
-sessions by (group, session), partition ownership by (group, topic, partition). Only the small
-per-window summary and a bounded slice of intervals for the plots are collected to the driver.
+The plan is a few passes over the input, whatever its size (docs/analytics.md, "How the work runs"):
+
+1. **One scan**: every line is parsed with an explicit schema and its partitions exploded right away
+   (``posexplode_outer``), into one cached frame on local disk (:func:`parse`). Columns that repeat along
+   an exploded record compress to almost nothing in Spark's columnar cache, so the arrays are never kept
+   twice and the raw files are never read again.
+2. **Records** (one row per line, small): de-duplicated by ``(session, seq)`` with a window over the
+   session that also finds, for every assignment, the record that ends it (:func:`records`). No
+   ``dropDuplicates`` over array columns (that is a full sort of the input).
+3. **Small tables** from the records: deploy windows, generations, leaders, sessions (a few rows per
+   restart; keyed by group, (group, generation), (group, session)).
+4. **One shuffle of the exploded partitions**, keyed by (group, topic, partition): the ownership intervals
+   and every handover (gaps, overlaps, moves) come out of two sorts inside that partitioning
+   (:func:`ownership`). This is the only stage whose size is partitions x assignments, and it spreads over
+   as many tasks as the fleet has partitions: one huge group is no hot spot.
+5. **One aggregation** for the per-window summary: every contribution is a row placed in its window by a
+   broadcast range join (:func:`in_window`), then a single ``groupBy(group, window)``.
 
 Definitions (docs/analytics.md explains them with examples):
 - A *session* is one consumer run (one ``start()``); a restart of an instance is a new session.
@@ -29,11 +43,23 @@ from staticconsumer.eventlog.schema import RECORD_TYPES, SCHEMA_VERSION, tag_of
 
 RECORD_TAGS = tuple(tag_of(record_type) for record_type in RECORD_TYPES)
 LIFECYCLE = ("joining", "stopped", "fenced", "failed", "leaving")
+DEPARTURES = ("stopped", "fenced", "failed", "leaving")
 SESSION_ENDS = ("assigned", "stopped", "fenced", "failed")
 """Records that end every partition a session owned (a new assignment replaces the whole old one)."""
+RELEASES = ("revoked", "lost")
 
 UNKNOWN_MEMBER_ID = 25
 INFINITY = float("inf")
+CACHE = StorageLevel.MEMORY_AND_DISK
+"""The small frames (records, windows, generations, sessions): memory, spilled to disk if need be."""
+BIG = StorageLevel.DISK_ONLY
+"""The two frames as large as the input (the exploded scan, the intervals with their handovers): on
+local disk, compressed (``spark.rdd.compress``), read back a few times. In the heap they would crowd
+out the sorts and shuffles that need it (a 2 GB driver ran out of heap at the full benchmark size)."""
+
+PARTITION = T.StructType(
+    [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
+)
 
 EVENT_SCHEMA = T.StructType(
     [
@@ -46,14 +72,7 @@ EVENT_SCHEMA = T.StructType(
         T.StructField("generation", T.LongType()),
         T.StructField("session", T.StringType()),
         T.StructField("seq", T.LongType()),
-        T.StructField(
-            "partitions",
-            T.ArrayType(
-                T.StructType(
-                    [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
-                )
-            ),
-        ),
+        T.StructField("partitions", T.ArrayType(PARTITION)),
         T.StructField("reason", T.StringType()),
         T.StructField("leader", T.StringType()),
         T.StructField("is_leader", T.BooleanType()),
@@ -63,11 +82,17 @@ EVENT_SCHEMA = T.StructType(
         T.StructField("code", T.IntegerType()),
         T.StructField("sink", T.StringType()),
         T.StructField("dropped", T.LongType()),
+        # Optional fields of schema version 1 that newer consumers may write (the KIP-848 protocol);
+        # absent in older logs, read as null. Unknown fields beyond these are ignored.
+        T.StructField("group_protocol", T.StringType()),
+        T.StructField("rebalance_protocol", T.StringType()),
+        T.StructField("member_epoch", T.LongType()),
     ]
 )
-"""Schema version 1 of the event log (staticconsumer.eventlog.schema), as Spark reads it."""
+"""Schema version 1 of the event log (staticconsumer.eventlog.schema), as Spark reads it: never inferred."""
 
 _REQUIRED = ("v", "type", "ts", "group", "member", "generation", "session", "seq")
+_SMALL = [f.name for f in EVENT_SCHEMA.fields if f.name != "partitions"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +133,30 @@ class Tables:
         }
 
 
+@dataclass
+class Parsed:
+    """The one scan of the input: ``lines`` (cached, exploded) and the two views the job reads of it."""
+
+    lines: DataFrame
+    """One row per (line, partition), or per line without partitions; ``problem`` set when malformed."""
+
+    @property
+    def malformed(self) -> DataFrame:
+        return self.lines.where(F.col("problem").isNotNull()).select("file", "problem", "line")
+
+    @property
+    def first_rows(self) -> DataFrame:
+        """One row per valid line (the first of its exploded rows), without the partition columns."""
+        return self.lines.where(F.col("problem").isNull() & (F.coalesce(F.col("pos"), F.lit(0)) == 0))
+
+    @property
+    def partition_rows(self) -> DataFrame:
+        """One row per partition of every valid assigned, revoked or lost record."""
+        return self.lines.where(
+            F.col("problem").isNull() & F.col("type").isin("assigned", *RELEASES) & F.col("pos").isNotNull()
+        )
+
+
 # -- reading ---------------------------------------------------------------------------------------
 
 
@@ -119,34 +168,76 @@ def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     )
 
 
-def parse(lines: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split lines into schema-valid events and malformed lines (with the reason), never failing."""
-    parsed = lines.withColumn("r", F.from_json(F.col("line"), EVENT_SCHEMA, {"mode": "PERMISSIVE"}))
+def problem_of(parsed: Column) -> Column:
+    """Why a parsed line is not a valid record, or null when it is."""
     missing = F.lit(False)
     for name in _REQUIRED:
-        missing = missing | F.col(f"r.{name}").isNull()
-    reason = (
-        F.when(F.col("r").isNull() | missing, F.lit("not JSON or a required field is missing"))
-        .when(~F.col("r.type").isin(*RECORD_TAGS), F.lit("unknown record type"))
-        .when(F.col("r.v") != SCHEMA_VERSION, F.lit(f"schema version is not {SCHEMA_VERSION}"))
+        missing = missing | parsed[name].isNull()
+    return (
+        F.when(parsed.isNull() | missing, F.lit("not JSON or a required field is missing"))
+        .when(~parsed["type"].isin(*RECORD_TAGS), F.lit("unknown record type"))
+        .when(parsed["v"] != SCHEMA_VERSION, F.lit(f"schema version is not {SCHEMA_VERSION}"))
     )
-    parsed = parsed.withColumn("problem", reason)
-    events = (
-        parsed.where(F.col("problem").isNull())
-        .select("r.*", "file")
-        .withColumn(
-            "partitions",
-            F.coalesce(F.col("partitions"), F.array().cast(EVENT_SCHEMA["partitions"].dataType)),
-        )
-        .dropDuplicates(["session", "seq"])
+
+
+def parse(lines: DataFrame) -> Parsed:
+    """Parse every line once (explicit schema, never failing) and explode its partitions in the same pass.
+
+    The result is cached: everything after this reads the cache, never the files again. ``row_id``
+    identifies a line (duplicates of one record have different ids; :func:`records` keeps one).
+    """
+    parsed = lines.select(
+        F.monotonically_increasing_id().alias("row_id"),
+        F.from_json(F.col("line"), EVENT_SCHEMA, {"mode": "PERMISSIVE"}).alias("r"),
+        "line",
+        "file",
+    ).withColumn("problem", problem_of(F.col("r")))
+    valid = F.col("problem").isNull()
+    exploded = parsed.select(
+        "row_id",
+        *(F.col(f"r.{name}").alias(name) for name in _SMALL),
+        F.when(valid, F.coalesce(F.size(F.col("r.partitions")), F.lit(0))).alias("n"),
+        F.posexplode_outer(F.when(valid, F.col("r.partitions"))).alias("pos", "p"),
+        "problem",
+        # Only malformed lines keep their text and file (for the malformed table): no copy of the input.
+        F.when(~valid, F.col("file")).alias("file"),
+        F.when(~valid, F.col("line")).alias("line"),
     )
-    malformed = parsed.where(F.col("problem").isNotNull()).select("file", "problem", "line")
-    return events, malformed
+    exploded = exploded.select(
+        "*", F.col("p.topic").alias("topic"), F.col("p.partition").alias("partition")
+    ).drop("p")
+    return Parsed(exploded.persist(BIG))
 
 
 def _owner(instance: Column, member: Column) -> Column:
     """The identity that survives restarts: the instance id, else (dynamic) the member id."""
     return F.coalesce(instance, F.concat(F.lit("member:"), member))
+
+
+# -- records ----------------------------------------------------------------------------------------
+
+
+def records(parsed: Parsed) -> DataFrame:
+    """One row per distinct ``(session, seq)`` with what the later stages need from its session.
+
+    A single window over each session, ordered by ``seq``, drops repeated records and finds for every
+    record the next one that ends a session's ownership (``session_end``: assigned, stopped, fenced or
+    failed) and the session's last timestamp. Cached; its rows are few (one per line, no partitions).
+    """
+    by_seq = Window.partitionBy("session").orderBy("seq", "row_id")
+    first = parsed.first_rows.drop("pos", "topic", "partition", "problem", "file", "line")
+    first = first.withColumn("_previous_seq", F.lag("seq").over(by_seq))
+    unique = first.where(F.col("_previous_seq").isNull() | (F.col("_previous_seq") != F.col("seq"))).drop(
+        "_previous_seq"
+    )
+    later = by_seq.rowsBetween(1, Window.unboundedFollowing)
+    whole = by_seq.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    ends = F.when(F.col("type").isin(*SESSION_ENDS), F.struct("seq", "ts", "type"))
+    return (
+        unique.withColumn("session_end", F.first(ends, ignorenulls=True).over(later))
+        .withColumn("session_last_ts", F.max("ts").over(whole))
+        .persist(CACHE)
+    )
 
 
 # -- deploy windows --------------------------------------------------------------------------------
@@ -192,7 +283,10 @@ def deploy_windows(events: DataFrame, options: Options) -> DataFrame:
 
 
 def in_window(frame: DataFrame, windows: DataFrame, ts: str) -> DataFrame:
-    """``frame`` with the ``window`` whose [lo, hi) holds column ``ts`` (windows are few: broadcast)."""
+    """``frame`` with the ``window`` whose [lo, hi) holds column ``ts`` (windows are few: broadcast).
+
+    A broadcast join keeps ``frame``'s partitioning, so no stage after it shuffles again for it.
+    """
     bounds = windows.select(F.col("group").alias("_wg"), F.col("window"), F.col("lo"), F.col("hi"))
     joined = frame.join(
         F.broadcast(bounds),
@@ -214,6 +308,9 @@ def generations(events: DataFrame) -> DataFrame:
         F.min_by("leader", "ts").alias("leader_member"),
         F.max(F.col("skip_assignment").cast("int")).cast("boolean").alias("skip_assignment"),
         F.min_by("protocol", "ts").alias("protocol"),
+        F.max("group_protocol").alias("group_protocol"),
+        # Optional in the log (absent before cooperative existed): [] then; both during a migration.
+        F.array_sort(F.collect_set("rebalance_protocol")).alias("rebalance_protocols"),
     )
     by_gen = Window.partitionBy("group").orderBy("generation")
     gens = gens.withColumn("next_start_ts", F.lead("start_ts").over(by_gen)).withColumn(
@@ -238,6 +335,19 @@ def generations(events: DataFrame) -> DataFrame:
         (gens["group"] == first_rejoin["_rg"]) & (gens["generation"] == first_rejoin["next_generation"]),
         "left",
     ).drop("_rg", "next_generation")
+    # Formation: the generations a group went through before any member left it. Every later one is a
+    # rebalance after the group formed (what the demo counts).
+    departures = (
+        events.where(
+            F.col("type").isin(*DEPARTURES) | ((F.col("type") == "revoked") & (F.col("reason") == "stop"))
+        )
+        .groupBy(F.col("group").alias("_dg"))
+        .agg(F.min("ts").alias("_first_departure"))
+    )
+    gens = gens.join(F.broadcast(departures), gens["group"] == departures["_dg"], "left")
+    gens = gens.withColumn(
+        "formation", F.coalesce(F.col("start_ts") < F.col("_first_departure"), F.lit(True))
+    ).drop("_dg", "_first_departure")
     return gens.withColumn("rebalance_seconds", F.col("start_ts") - F.col("rebalance_start_ts"))
 
 
@@ -281,6 +391,7 @@ def sessions(events: DataFrame) -> DataFrame:
     is_type = {name: (F.col("type") == name) for name in ("sync", "stopped", "fenced", "failed", "leaving")}
     lost_membership = (F.col("type") == "lost") & F.col("reason").isin("membership lost", "poll timeout")
     evicted_heartbeat = (F.col("type") == "heartbeat_failed") & (F.col("code") == UNKNOWN_MEMBER_ID)
+    # Grouped by (group, session) over records already partitioned by session: no shuffle here.
     per = events.groupBy("group", "session").agg(
         F.max("instance").alias("instance"),
         F.max_by("member", F.when(F.col("member") != "", F.col("seq"))).alias("member"),
@@ -296,11 +407,16 @@ def sessions(events: DataFrame) -> DataFrame:
         F.max((evicted_heartbeat | lost_membership).cast("int")).cast("boolean").alias("evicted"),
         F.sum(((F.col("type") == "commit") & F.col("error").isNotNull()).cast("int")).alias("failed_commits"),
         F.max(F.when(F.col("type") == "dropped", F.col("dropped"))).alias("dropped_records"),
+        F.max("group_protocol").alias("group_protocol"),
     )
     # Without a final record a session either died (a later session of its instance started, or the
     # group moved past its last generation) or is still running when the log ends.
-    newest = events.where(is_type["sync"]).groupBy("group").agg(F.max("generation").alias("_newest"))
-    per = per.join(newest, "group", "left")
+    newest = (
+        events.where(is_type["sync"])
+        .groupBy(F.col("group").alias("_ng"))
+        .agg(F.max("generation").alias("_newest"))
+    )
+    per = per.join(F.broadcast(newest), per["group"] == newest["_ng"], "left").drop("_ng")
     previous = Window.partitionBy("group", "instance").orderBy("start_ts", "session")
     superseded = (F.col("instance").isNotNull() & F.lead("session").over(previous).isNotNull()) | (
         F.coalesce(F.col("last_generation"), F.lit(-1)) < F.coalesce(F.col("_newest"), F.lit(-1))
@@ -326,51 +442,52 @@ def sessions(events: DataFrame) -> DataFrame:
     )
 
 
-# -- partition ownership ----------------------------------------------------------------------------
+# -- partition ownership and handovers ----------------------------------------------------------------
 
 
-def ownership(events: DataFrame, gens: DataFrame, session_table: DataFrame) -> DataFrame:
-    """Who owned each partition when: one interval per (session, assignment, partition).
+def ownership(
+    parsed: Parsed, events: DataFrame, gens: DataFrame, log_end: DataFrame, options: Options
+) -> DataFrame:
+    """Who owned each partition when, and how each interval was handed over from the ones before it.
 
-    An interval ends at the session's own revoke or lost record for the partition, or at its next
-    assignment, stop, fencing or fatal error, whichever comes first in the session's order. A session
-    that left no such record (killed) is ended by inference at the next owner's assignment of the
-    partition or the group's next generation, whichever is first (``end_inferred``); with neither, the
-    interval is still open at the end of the log.
+    One row per (session, assignment, partition). An interval ends at the session's own revoke or lost
+    record for the partition, or at its next assignment, stop, fencing or fatal error, whichever comes
+    first in the session's order. A session that left no such record (killed) is ended by inference at
+    the next owner's assignment of the partition or the group's next generation, whichever is first
+    (``end_inferred``); with neither, the interval is still open at the end of the log.
+
+    The exploded partitions are shuffled once, by (group, topic, partition). Inside that partitioning
+    two sorts do all the work: by (session, seq) to find each interval's own end, then by (generation,
+    start time, session) for the handovers. Generation order is immune to clock skew, so only
+    handovers inside one generation depend on clocks. The result is cached; the ownership, gaps,
+    overlaps and moves tables are projections and filters of it.
     """
-    by_seq = Window.partitionBy("session").orderBy("seq")
-    ends = (
-        events.where(F.col("type").isin(*SESSION_ENDS))
-        .select("session", "seq", "ts", "type", "group", "instance", "member", "generation", "partitions")
-        .withColumn("session_end", F.lead(F.struct("seq", "ts", "type")).over(by_seq))
+    assignments = events.where(F.col("type") == "assigned").select(
+        F.col("row_id").alias("_rid"), "session_end", "session_last_ts"
     )
-    assigned = (
-        ends.where(F.col("type") == "assigned")
-        .select(
-            "group",
-            "instance",
-            "member",
-            "session",
-            "seq",
-            "ts",
-            "generation",
-            "session_end",
-            F.explode("partitions").alias("p"),
-        )
-        .select("*", F.col("p.topic").alias("topic"), F.col("p.partition").alias("partition"))
-        .drop("p")
-        .withColumn("type", F.lit("assigned"))
+    releases = events.where(F.col("type").isin(*RELEASES)).select(F.col("row_id").alias("_rid"))
+    kept = assignments.unionByName(releases, allowMissingColumns=True)
+    # Inner join with the kept records: repeated lines fall out here too. One row per assignment or
+    # release record, broadcast (the partitions stay where they were read).
+    rows = parsed.partition_rows.select(
+        "row_id",
+        "group",
+        "topic",
+        "partition",
+        "session",
+        "seq",
+        "ts",
+        "type",
+        "generation",
+        "instance",
+        "member",
     )
-    released = (
-        events.where(F.col("type").isin("revoked", "lost"))
-        .select("group", "session", "seq", "ts", "type", F.explode("partitions").alias("p"))
-        .select("*", F.col("p.topic").alias("topic"), F.col("p.partition").alias("partition"))
-        .drop("p")
-    )
-    stream = assigned.unionByName(released, allowMissingColumns=True)
-    per_partition = Window.partitionBy("session", "topic", "partition").orderBy("seq")
-    stream = stream.withColumn("next_record", F.lead(F.struct("seq", "ts", "type")).over(per_partition))
-    intervals = stream.where(F.col("type") == "assigned")
+    rows = rows.join(F.broadcast(kept), rows["row_id"] == kept["_rid"]).drop("_rid", "row_id")
+    rows = rows.repartition("group", "topic", "partition")
+
+    own = Window.partitionBy("group", "topic", "partition", "session").orderBy("seq")
+    rows = rows.withColumn("next_record", F.lead(F.struct("seq", "ts", "type")).over(own))
+    intervals = rows.where(F.col("type") == "assigned")
     first_by_seq = (
         F.when(F.col("session_end").isNull(), F.col("next_record"))
         .when(F.col("next_record").isNull(), F.col("session_end"))
@@ -381,20 +498,20 @@ def ownership(events: DataFrame, gens: DataFrame, session_table: DataFrame) -> D
     next_gen = gens.select(
         F.col("group").alias("_gg"),
         F.col("generation").alias("_gn"),
-        F.col("next_start_ts").alias("next_gen_ts"),
+        F.col("next_start_ts").alias("_next_gen"),
     )
     intervals = intervals.join(
-        next_gen,
+        F.broadcast(next_gen),
         (intervals["group"] == next_gen["_gg"]) & (intervals["generation"] == next_gen["_gn"]),
         "left",
     ).drop("_gg", "_gn")
-    last_seen = session_table.select(F.col("session").alias("_ss"), F.col("last_ts").alias("session_last_ts"))
-    intervals = intervals.join(last_seen, intervals["session"] == last_seen["_ss"], "left").drop("_ss")
+    ends = log_end.select(F.col("group").alias("_lg"), "log_end_ts")
+    intervals = intervals.join(F.broadcast(ends), intervals["group"] == ends["_lg"], "left").drop("_lg")
+
     order = Window.partitionBy("group", "topic", "partition").orderBy("generation", "ts", "session")
-    intervals = intervals.withColumn("next_owner_ts", F.lead("ts").over(order))
-    successor = F.least(F.col("next_owner_ts"), F.col("next_gen_ts"))  # least/greatest skip nulls
+    successor = F.least(F.lead("ts").over(order), F.col("_next_gen"))  # least/greatest skip nulls
     inferred = F.when(successor.isNotNull(), F.greatest(F.col("ts"), successor))
-    return intervals.select(
+    intervals = intervals.select(
         "group",
         "topic",
         "partition",
@@ -403,39 +520,33 @@ def ownership(events: DataFrame, gens: DataFrame, session_table: DataFrame) -> D
         "instance",
         "member",
         _owner(F.col("instance"), F.col("member")).alias("owner"),
-        F.col("ts").alias("start_ts"),
+        "ts",
         F.coalesce(F.col("explicit_end.ts"), inferred).alias("end_ts"),
-        F.coalesce(
-            F.col("explicit_end.type"),
-            F.when(inferred.isNotNull(), F.lit("inferred")),
-        ).alias("ended_by"),
+        F.coalesce(F.col("explicit_end.type"), F.when(inferred.isNotNull(), F.lit("inferred"))).alias(
+            "ended_by"
+        ),
         (F.col("explicit_end").isNull() & inferred.isNotNull()).alias("end_inferred"),
         "session_last_ts",
+        "log_end_ts",
     )
-
-
-def handovers(
-    intervals: DataFrame, log_end: DataFrame, options: Options
-) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances.
-
-    Intervals are ordered per partition by generation, then start time: the broker's generation order
-    is immune to clock skew, so only handovers inside one generation depend on clocks.
-    """
-    ends = log_end.select(F.col("group").alias("_lg"), F.col("log_end_ts"))
-    frame = intervals.join(F.broadcast(ends), intervals["group"] == ends["_lg"], "left").drop("_lg")
-    frame = frame.withColumn("effective_end_ts", F.coalesce(F.col("end_ts"), F.col("log_end_ts")))
-    order = Window.partitionBy("group", "topic", "partition").orderBy("generation", "start_ts", "session")
     before = order.rowsBetween(Window.unboundedPreceding, -1)
-    frame = frame.withColumn(
-        "prev", F.max(F.struct("effective_end_ts", "session", "owner", "end_inferred")).over(before)
+    effective_end = F.coalesce(F.col("end_ts"), F.col("log_end_ts"))
+    handed = intervals.withColumn(
+        "prev",
+        F.max(F.struct(effective_end.alias("effective_end_ts"), "session", "owner", "end_inferred")).over(
+            before
+        ),
     ).withColumn("prev_owner_in_order", F.lag("owner").over(order))
-    # Gaps, overlaps and moves are three filters of this one sorted pass: keep it, don't sort thrice.
-    frame = frame.withColumn("gap", F.col("start_ts") - F.col("prev.effective_end_ts")).persist(
-        StorageLevel.MEMORY_AND_DISK
+    handed = handed.withColumn("gap", F.col("ts") - F.col("prev.effective_end_ts")).withColumn(
+        "effective_end_ts", effective_end
     )
+    return handed.withColumnRenamed("ts", "start_ts").persist(BIG)
+
+
+def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances."""
     keys = ["group", "topic", "partition"]
-    gaps = frame.where(F.col("gap") > 0).select(
+    gaps = handed.where(F.col("gap") > 0).select(
         *keys,
         F.col("prev.effective_end_ts").alias("gap_start_ts"),
         F.col("start_ts").alias("gap_end_ts"),
@@ -446,7 +557,7 @@ def handovers(
         F.col("generation").alias("to_generation"),
     )
     overlap_end = F.least(F.col("prev.effective_end_ts"), F.col("effective_end_ts"))
-    overlaps = frame.where(
+    overlaps = handed.where(
         (F.col("gap") < -options.skew_tolerance_seconds)
         & (overlap_end - F.col("start_ts") > options.skew_tolerance_seconds)
     ).select(
@@ -460,7 +571,7 @@ def handovers(
         F.col("owner").alias("later_owner"),
         F.col("generation").alias("later_generation"),
     )
-    moves = frame.where(
+    moves = handed.where(
         F.col("prev_owner_in_order").isNotNull() & (F.col("prev_owner_in_order") != F.col("owner"))
     ).select(
         *keys,
@@ -472,132 +583,197 @@ def handovers(
     return gaps, overlaps, moves
 
 
+# -- the per-window summary ---------------------------------------------------------------------------
+
+_SUMMED = (
+    "rebalances",
+    "formation_generations",
+    "rebalances_after_formation",
+    "rebalance_seconds",
+    "revoked_partitions",
+    "revoked_in_rebalances",
+    "lost_partitions",
+    "unowned_gaps",
+    "unowned_partition_seconds",
+    "partitions_unowned",
+    "double_owned",
+    "double_owned_seconds",
+    "moved_partitions",
+    "restarts",
+    "restarts_absorbed",
+    "fenced",
+    "evicted",
+    "vanished",
+    "running_at_end",
+    "dropped_records",
+    "leader_changes",
+    "skip_assignments",
+)
+_ZERO_FILLED = (*_SUMMED, "longest_unowned_seconds")
+
+
+def as_int(column: Column) -> Column:
+    return column.cast("int")
+
+
+def _contribution(frame: DataFrame, ts: str, **values: Column) -> DataFrame:
+    """Rows of one source, projected to (group, _ts, metrics...): the summary unions them all."""
+    return frame.select(
+        "group", F.col(ts).alias("_ts"), *(value.alias(name) for name, value in values.items())
+    )
+
+
+def summary(
+    windows: DataFrame,
+    gens: DataFrame,
+    events: DataFrame,
+    gaps: DataFrame,
+    overlaps: DataFrame,
+    moves: DataFrame,
+    session_table: DataFrame,
+    leader_table: DataFrame,
+) -> DataFrame:
+    """One row per (group, window): every source's rows placed in windows by one join, one aggregation."""
+    one = F.lit(1)
+    # Gaps are many (one per partition and handover): reduce them per partition first, where they
+    # already are (partitioned by group, topic, partition), then only one row per partition moves.
+    per_partition = (
+        in_window(gaps, windows, "gap_start_ts")
+        .groupBy("group", "window", "topic", "partition")
+        .agg(
+            F.count("*").alias("unowned_gaps"),
+            F.sum("seconds").alias("unowned_partition_seconds"),
+            F.max("seconds").alias("longest_unowned_seconds"),
+            F.min("gap_start_ts").alias("_ts"),
+        )
+    )
+    released = events.where(F.col("type").isin(*RELEASES))
+    parts = [
+        _contribution(
+            gens,
+            "start_ts",
+            rebalances=one,
+            formation_generations=as_int(F.col("formation")),
+            rebalances_after_formation=as_int(~F.col("formation")),
+            first_generation=F.col("generation"),
+            last_generation=F.col("generation"),
+            rebalance_seconds=F.col("rebalance_seconds"),
+        ),
+        _contribution(
+            released,
+            "ts",
+            revoked_partitions=F.when(F.col("type") == "revoked", F.col("n")).otherwise(0),
+            revoked_in_rebalances=F.when(
+                (F.col("type") == "revoked") & (F.col("reason") != "stop"), F.col("n")
+            ).otherwise(0),
+            lost_partitions=F.when(F.col("type") == "lost", F.col("n")).otherwise(0),
+        ),
+        _contribution(overlaps, "overlap_start_ts", double_owned=one, double_owned_seconds=F.col("seconds")),
+        _contribution(moves, "ts", moved_partitions=one),
+        _contribution(
+            session_table,
+            "start_ts",
+            restarts=as_int(F.col("restart")),
+            restarts_absorbed=as_int(F.col("restart_absorbed")),
+        ),
+        _contribution(
+            session_table,
+            "last_ts",
+            fenced=as_int(F.col("ended") == "fenced"),
+            evicted=as_int(F.col("evicted")),
+            vanished=as_int(F.col("ended") == "vanished"),
+            running_at_end=as_int(F.col("ended") == "running"),
+            dropped_records=F.coalesce(F.col("dropped_records"), F.lit(0)),
+        ),
+        _contribution(
+            leader_table,
+            "ts",
+            leader_changes=as_int(F.col("leader_changed")),
+            skip_assignments=as_int(F.col("skip_assignment")),
+        ),
+    ]
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part, allowMissingColumns=True)
+    placed = in_window(rows, windows, "_ts").drop("_ts")
+    placed = placed.unionByName(
+        per_partition.drop("topic", "partition", "_ts").withColumn("partitions_unowned", one),
+        allowMissingColumns=True,
+    )
+    totals = placed.groupBy("group", "window").agg(
+        *(F.sum(name).alias(name) for name in _SUMMED if name != "rebalance_seconds"),
+        F.sum("rebalance_seconds").alias("rebalance_seconds"),
+        F.max("longest_unowned_seconds").alias("longest_unowned_seconds"),
+        F.min("first_generation").alias("first_generation"),
+        F.max("last_generation").alias("last_generation"),
+    )
+    out = windows.select(
+        "group", "window", "start_ts", "last_lifecycle_ts", "next_start_ts", "joins", "stops"
+    ).join(totals, ["group", "window"], "left")
+    out = out.fillna(0, subset=list(_ZERO_FILLED))
+    integral = [
+        name
+        for name in _SUMMED
+        if name not in ("rebalance_seconds", "unowned_partition_seconds", "double_owned_seconds")
+    ]
+    for name in integral:
+        out = out.withColumn(name, F.col(name).cast("long"))
+    for name in (
+        "rebalance_seconds",
+        "unowned_partition_seconds",
+        "double_owned_seconds",
+        "longest_unowned_seconds",
+    ):
+        out = out.withColumn(name, F.col(name).cast("double"))
+    return out
+
+
 # -- the whole job ------------------------------------------------------------------------------------
 
 
-def _count_by_window(frame: DataFrame, windows: DataFrame, ts: str, **aggregates: Column) -> DataFrame:
-    placed = in_window(frame, windows, ts)
-    return placed.groupBy("group", "window").agg(*(value.alias(name) for name, value in aggregates.items()))
+def build(parsed: Parsed, events: DataFrame, options: Options) -> Tables:
+    """All tables from the parsed input and its :func:`records`; nothing runs until a table is written.
 
-
-def build(events: DataFrame, malformed: DataFrame, options: Options) -> Tables:
-    """All tables from parsed events; nothing is computed until a table is written or collected."""
-    events = events.persist(StorageLevel.MEMORY_AND_DISK)
-    windows = deploy_windows(events, options).persist(StorageLevel.MEMORY_AND_DISK)
-    gens = in_window(generations(events), windows, "start_ts").persist(StorageLevel.MEMORY_AND_DISK)
+    The frames that several tables read are cached (records, the small tables, the ownership
+    intervals with their handovers), so each is computed once however many tables read it.
+    """
+    windows = deploy_windows(events, options).persist(CACHE)
+    gens = in_window(generations(events), windows, "start_ts").persist(CACHE)
     members = member_instances(events)
-    leader_table = in_window(leaders(events, members), windows, "ts")
-    session_table = sessions(events).persist(StorageLevel.MEMORY_AND_DISK)
-    intervals = ownership(events, gens, session_table).persist(StorageLevel.MEMORY_AND_DISK)
+    leader_table = in_window(leaders(events, members), windows, "ts").persist(CACHE)
+    session_table = sessions(events).persist(CACHE)
     log_end = events.groupBy("group").agg(F.max("ts").alias("log_end_ts"))
-    gaps, overlaps, moves = handovers(intervals, log_end, options)
-    gaps = in_window(gaps, windows, "gap_start_ts").persist(StorageLevel.MEMORY_AND_DISK)
-    overlaps = in_window(overlaps, windows, "overlap_start_ts")
-    moves = in_window(moves, windows, "ts")
-    intervals_out = in_window(intervals, windows, "start_ts")
-    sessions_out = in_window(session_table, windows, "start_ts")
-
-    released = events.where(F.col("type").isin("revoked", "lost")).select(
-        "group", "ts", "type", F.size("partitions").alias("n")
+    handed = ownership(parsed, events, gens, log_end, options)
+    gaps, overlaps, moves = handovers(handed, options)
+    intervals = handed.select(
+        "group",
+        "topic",
+        "partition",
+        "generation",
+        "session",
+        "instance",
+        "member",
+        "owner",
+        "start_ts",
+        "end_ts",
+        "ended_by",
+        "end_inferred",
+        "session_last_ts",
     )
-    counts = [
-        _count_by_window(
-            gens.drop("window"),
-            windows,
-            "start_ts",
-            rebalances=F.count("*"),
-            first_generation=F.min("generation"),
-            last_generation=F.max("generation"),
-            rebalance_seconds=F.sum("rebalance_seconds"),
-        ),
-        _count_by_window(
-            released,
-            windows,
-            "ts",
-            revoked_partitions=F.sum(F.when(F.col("type") == "revoked", F.col("n")).otherwise(0)),
-            lost_partitions=F.sum(F.when(F.col("type") == "lost", F.col("n")).otherwise(0)),
-        ),
-        _count_by_window(
-            gaps.drop("window"),
-            windows,
-            "gap_start_ts",
-            unowned_gaps=F.count("*"),
-            unowned_partition_seconds=F.sum("seconds"),
-            longest_unowned_seconds=F.max("seconds"),
-            partitions_unowned=F.countDistinct("topic", "partition"),
-        ),
-        _count_by_window(
-            overlaps.drop("window"),
-            windows,
-            "overlap_start_ts",
-            double_owned=F.count("*"),
-            double_owned_seconds=F.sum("seconds"),
-        ),
-        _count_by_window(moves.drop("window"), windows, "ts", moved_partitions=F.count("*")),
-        _count_by_window(
-            session_table,
-            windows,
-            "start_ts",
-            restarts=F.sum(F.col("restart").cast("int")),
-            restarts_absorbed=F.sum(F.col("restart_absorbed").cast("int")),
-        ),
-        _count_by_window(
-            session_table,
-            windows,
-            "last_ts",
-            fenced=F.sum((F.col("ended") == "fenced").cast("int")),
-            evicted=F.sum(F.col("evicted").cast("int")),
-            vanished=F.sum((F.col("ended") == "vanished").cast("int")),
-            running_at_end=F.sum((F.col("ended") == "running").cast("int")),
-            dropped_records=F.sum(F.coalesce(F.col("dropped_records"), F.lit(0))),
-        ),
-        _count_by_window(
-            leader_table.drop("window"),
-            windows,
-            "ts",
-            leader_changes=F.sum(F.col("leader_changed").cast("int")),
-            skip_assignments=F.sum(F.col("skip_assignment").cast("int")),
-        ),
-    ]
-    summary = windows.select(
-        "group", "window", "start_ts", "last_lifecycle_ts", "next_start_ts", "joins", "stops"
-    )
-    for table in counts:
-        summary = summary.join(table, ["group", "window"], "left")
-    zero_filled = [
-        "rebalances",
-        "revoked_partitions",
-        "lost_partitions",
-        "unowned_gaps",
-        "unowned_partition_seconds",
-        "longest_unowned_seconds",
-        "partitions_unowned",
-        "double_owned",
-        "double_owned_seconds",
-        "moved_partitions",
-        "restarts",
-        "restarts_absorbed",
-        "fenced",
-        "evicted",
-        "vanished",
-        "running_at_end",
-        "dropped_records",
-        "leader_changes",
-        "skip_assignments",
-        "rebalance_seconds",
-    ]
-    summary = summary.fillna(0, subset=zero_filled).persist(StorageLevel.MEMORY_AND_DISK)
-    malformed_counts = malformed.groupBy("file", "problem").agg(
+    windows_table = summary(
+        windows, gens, events, gaps, overlaps, moves, session_table, leader_table
+    ).persist(CACHE)
+    malformed_counts = parsed.malformed.groupBy("file", "problem").agg(
         F.count("*").alias("lines"), F.min("line").alias("example")
     )
     return Tables(
-        windows=summary,
+        windows=windows_table,
         generations=gens,
         leaders=leader_table,
-        ownership=intervals_out,
-        gaps=gaps,
-        overlaps=overlaps,
-        moves=moves,
-        sessions=sessions_out,
+        ownership=in_window(intervals, windows, "start_ts"),
+        gaps=in_window(gaps, windows, "gap_start_ts"),
+        overlaps=in_window(overlaps, windows, "overlap_start_ts"),
+        moves=in_window(moves, windows, "ts"),
+        sessions=in_window(session_table, windows, "start_ts"),
         malformed=malformed_counts,
     )

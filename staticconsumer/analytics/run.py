@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,8 +12,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from staticconsumer.errors import AnalyticsInputError
+
 from . import job
-from .session import spark_session
+from .progress import Progress
+from .session import shuffle_partitions, spark_session
 
 MAX_SUMMARY_ROWS = 10_000
 """Windows collected to the driver for the report; a fleet with more groups x deploys is cut here."""
@@ -52,11 +56,18 @@ class Analysis:
         lines = [f"{self.events} events read; {self.malformed_lines} malformed lines skipped"]
         for row in self.windows:
             span = (row["last_lifecycle_ts"] or row["start_ts"]) - row["start_ts"]
+            forming = (
+                f"{row['formation_generations']} generations while the group formed, "
+                if row["formation_generations"]
+                else ""
+            )
             lines.append(
-                f"  {row['group']} deploy {row['window']} ({span:.1f}s, {row['joins']} starts, "
-                f"{row['stops']} stops): {row['rebalances']} rebalances "
-                f"({_generations(row)}), "
-                f"{row['revoked_partitions']} partitions revoked, {row['lost_partitions']} lost, "
+                f"  {row['group']} deploy {row['window']} ({_utc(row['start_ts'])}, {span:.1f}s, "
+                f"{row['joins']} starts, {row['stops']} stops): {forming}"
+                f"{row['rebalances_after_formation']} rebalances after the group formed; "
+                f"{row['rebalances']} rebalances ({_generations(row)}), "
+                f"{row['revoked_partitions']} partitions revoked ({row['revoked_in_rebalances']} by "
+                f"rebalances), {row['lost_partitions']} lost, "
                 f"{row['moved_partitions']} moved between instances; "
                 f"{row['restarts']} restarts ({row['restarts_absorbed']} without a rebalance); "
                 f"unowned {row['unowned_partition_seconds']:.1f} partition-s "
@@ -72,6 +83,10 @@ class Analysis:
         return "\n".join(lines)
 
 
+def _utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _generations(row: dict[str, Any]) -> str:
     if not row["rebalances"]:
         return "no new generation"
@@ -84,7 +99,10 @@ _COUNTED = (
     "joins",
     "stops",
     "rebalances",
+    "formation_generations",
+    "rebalances_after_formation",
     "revoked_partitions",
+    "revoked_in_rebalances",
     "lost_partitions",
     "moved_partitions",
     "restarts",
@@ -108,6 +126,61 @@ def _rows(frame: DataFrame, limit: int) -> list[dict[str, Any]]:
     return [row.asDict() for row in frame.limit(limit).collect()]
 
 
+@dataclass(frozen=True)
+class InputSize:
+    paths: tuple[str, ...]
+    files: int
+    bytes: int
+
+
+def check_input(spark: SparkSession, paths: Sequence[str]) -> InputSize:
+    """Every path exists and the files under them hold bytes; else one clear error naming the path.
+
+    Asks the path's own filesystem (Hadoop's API, so local, HDFS, S3 and globs alike) before Spark
+    plans anything: Spark's own answer to a missing path is a long stack trace.
+    """
+    if not paths:
+        raise AnalyticsInputError("no input path given")
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    files = size = 0
+    for text in paths:
+        path = jvm.org.apache.hadoop.fs.Path(text)
+        try:
+            filesystem = path.getFileSystem(conf)
+            found = filesystem.globStatus(path)
+            statuses = list(found) if found is not None else []
+            for status in statuses:
+                summary = filesystem.getContentSummary(status.getPath())
+                files += int(summary.getFileCount())
+                size += int(summary.getLength())
+        except Exception as error:
+            raise AnalyticsInputError(_filesystem_problem(spark, text, error)) from None
+        if not statuses:
+            raise AnalyticsInputError(f"{text}: no such file or directory")
+    if files == 0:
+        raise AnalyticsInputError(f"empty input: no files under {', '.join(paths)}")
+    if size == 0:
+        raise AnalyticsInputError(f"empty input: {files} files under {', '.join(paths)}, all empty")
+    return InputSize(tuple(paths), files, size)
+
+
+def _filesystem_problem(spark: SparkSession, path: str, error: Exception) -> str:
+    """One line for a path Hadoop cannot open: a missing filesystem jar gets the --packages to add."""
+    text = str(error)
+    scheme = path.split("://", 1)[0] if "://" in path else "file"
+    if "No FileSystem for scheme" in text or "S3AFileSystem" in text or "ClassNotFoundException" in text:
+        hint = ""
+        if scheme in ("s3a", "s3"):
+            jvm = spark.sparkContext._jvm
+            version = jvm.org.apache.hadoop.util.VersionInfo.getVersion() if jvm is not None else "VERSION"
+            hint = f": add --packages org.apache.hadoop:hadoop-aws:{version} (see docs/analytics.md)"
+        return f"{path}: Spark has no filesystem for {scheme}://{hint}"
+    first = next((line for line in text.splitlines() if "Exception" in line or "Error" in line), text)
+    return f"{path}: cannot be read ({first.strip()[:300]})"
+
+
 def analyze(
     paths: Sequence[str | Path],
     out: str | Path | None = None,
@@ -116,30 +189,81 @@ def analyze(
     master: str | None = None,
     options: job.Options | None = None,
     report: bool = True,
+    progress: Progress | None = None,
+    size_shuffles: bool = True,
 ) -> Analysis:
     """Analyse the event logs under ``paths``; with ``out``, write Parquet tables and the report there.
 
     ``spark`` reuses a session (tests, notebooks); otherwise one is made for ``master`` (default
-    ``local[*]``, or the cluster's under spark-submit). Malformed lines are counted, never fatal.
+    ``local[*]``, or the cluster's under spark-submit). Malformed lines are counted, never fatal; a
+    missing path or an input without a single record raises :class:`AnalyticsInputError`.
+    ``size_shuffles`` sets ``spark.sql.shuffle.partitions`` from the input's size (off when the user
+    chose a number). ``progress`` prints a line per step and per completed Spark stage.
     """
     options = options or job.Options()
     session = spark or spark_session(master)
-    lines = job.read_lines(session, [str(path) for path in paths])
-    events, malformed = job.parse(lines)
-    tables = job.build(events, malformed, options)
+    progress = progress or Progress(quiet=True)
+    progress.attach(session.sparkContext)
+    try:
+        return _analyze(session, [str(p) for p in paths], out, options, report, progress, size_shuffles)
+    finally:
+        progress.close()
+
+
+def _analyze(
+    session: SparkSession,
+    paths: list[str],
+    out: str | Path | None,
+    options: job.Options,
+    report: bool,
+    progress: Progress,
+    size_shuffles: bool,
+) -> Analysis:
+    size = check_input(session, paths)
+    if size_shuffles:
+        partitions = shuffle_partitions(size.bytes, session.sparkContext.defaultParallelism)
+        session.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    shuffles = session.conf.get("spark.sql.shuffle.partitions")
+    progress.say(
+        f"{size.files} files, {size.bytes / 1e6:.1f} MB under {', '.join(paths)}; "
+        f"{shuffles} shuffle partitions (adaptive), master {session.sparkContext.master}"
+    )
+    with progress.step("reading and parsing every line once"):
+        parsed = job.parse(job.read_lines(session, paths))
+        counts = parsed.lines.agg(
+            F.sum(F.when(F.col("problem").isNull() & (F.coalesce(F.col("pos"), F.lit(0)) == 0), 1)).alias(
+                "valid"
+            ),
+            F.sum(F.when(F.col("problem").isNotNull(), 1)).alias("malformed"),
+        ).collect()[0]
+    malformed_lines = int(counts["malformed"] or 0)
+    if not counts["valid"]:
+        example = ""
+        if malformed_lines:
+            first = parsed.malformed.limit(1).collect()[0]
+            example = f"; e.g. {first['file']}: {first['problem']}"
+        raise AnalyticsInputError(
+            f"empty input: no event log record in {size.files} files under {', '.join(paths)} "
+            f"({malformed_lines} malformed lines{example})"
+        )
+    with progress.step("records: de-duplicated, ordered per session"):
+        events = job.records(parsed)
+        event_count = events.count()
+    tables = job.build(parsed, events, options)
     out_path = None if out is None else Path(str(out))
     if out is not None:
         for name, frame in tables.as_dict().items():
-            frame.write.mode("overwrite").parquet(f"{out}/{name}")
-    windows = _rows(tables.windows.orderBy("group", "window"), MAX_SUMMARY_ROWS)
-    totals = events.agg(F.count("*").alias("n")).collect()[0]
-    bad = tables.malformed.agg(F.sum("lines").alias("n")).collect()[0]
+            with progress.step(f"table {name}"):
+                frame.write.mode("overwrite").parquet(f"{out}/{name}")
+    with progress.step("per-window summary"):
+        windows = _rows(tables.windows.orderBy("group", "window"), MAX_SUMMARY_ROWS)
+        malformed = _rows(tables.malformed.orderBy(F.desc("lines")), MALFORMED_FILES_SHOWN)
     analysis = Analysis(
         tables=tables,
         windows=windows,
-        events=int(totals["n"]),
-        malformed_lines=int(bad["n"] or 0),
-        malformed=_rows(tables.malformed.orderBy(F.desc("lines")), MALFORMED_FILES_SHOWN),
+        events=event_count,
+        malformed_lines=malformed_lines,
+        malformed=malformed,
         options=options,
         out=out_path,
     )
@@ -150,5 +274,6 @@ def analyze(
     if report and out_path is not None and out_path.parts and "://" not in str(out):
         from .report import write_report
 
-        write_report(analysis, out_path)
+        with progress.step("report"):
+            write_report(analysis, out_path)
     return analysis

@@ -67,8 +67,9 @@ class SyntheticSession:
         leader: str,
         parts: Parts,
         skip_assignment: bool = False,
+        rebalance_protocol: str | None = None,
     ) -> SyntheticSession:
-        """A sync followed by its assignment, as the observer writes them."""
+        """A sync followed by its assignment (the whole of it), as the observer writes them."""
         self.member = member
         self.generation = generation
         self._add(
@@ -77,7 +78,8 @@ class SyntheticSession:
             leader=leader,
             is_leader=leader == member,
             skip_assignment=skip_assignment,
-            protocol="range",
+            protocol="cooperative-sticky" if rebalance_protocol == "cooperative" else "range",
+            rebalance_protocol=rebalance_protocol,
         )
         self._add(schema.Assigned, ts, parts)
         return self

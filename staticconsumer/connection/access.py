@@ -83,6 +83,24 @@ def group_authorization_error(settings: Settings, group_id: str, detail: str = "
     )
 
 
+def explain_authorization(
+    error: Exception, settings: Settings, group_id: str, topics: Collection[str]
+) -> Exception:
+    """A bare GROUP/TOPIC_AUTHORIZATION_FAILED from the membership (JoinGroup, OffsetCommit, ...) as the
+    same typed error with the missing ACL spelled out (the original as its cause); others unchanged."""
+    if "needs READ on" in str(error):
+        return error
+    explained: BrokerError
+    if isinstance(error, GroupAuthorizationFailedError):
+        explained = group_authorization_error(settings, group_id, str(error))
+    elif isinstance(error, TopicAuthorizationFailedError) and topics:
+        explained = topic_authorization_error(settings, topics, f" ({error})")
+    else:
+        return error
+    explained.__cause__ = error
+    return explained
+
+
 async def check_access(
     client: Any,
     settings: Settings,

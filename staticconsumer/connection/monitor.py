@@ -50,6 +50,9 @@ class BrokerOutage:
     since: float
     cause: str
     suppressed: int = 0
+    stale: tuple[object, ...] = ()
+    """The connections to it that existed when it failed: one of them still looking open (its close not
+    noticed yet, or another client's) is no sign of recovery; only a connection made since is."""
 
 
 class ConnectionMonitor:
@@ -174,7 +177,8 @@ class ConnectionMonitor:
             if outage is not None:
                 outage.suppressed += 1
                 return
-            self._outages[address] = BrokerOutage(address, node_id, self._clock(), cause)
+            stale = tuple(conn for c in self._clients for conn in _aiokafka.node_connections(c, node_id))
+            self._outages[address] = BrokerOutage(address, node_id, self._clock(), cause, stale=stale)
             self._next_reconnect[address] = (self._clock() + self._backoff[0], self._backoff[0])
             state, changed = self._restate()
             known = self._known_addresses()
@@ -221,6 +225,7 @@ class ConnectionMonitor:
         with self._lock:
             clients = list(self._clients)
             down = {o.node_id: o.address for o in self._outages.values()}
+            stale = {o.node_id: o.stale for o in self._outages.values()}
             lost = dict(self._lost_topics)
         for topic, folded in lost.items():
             if any(topic in _aiokafka.metadata_topics(client) for client in clients):
@@ -239,8 +244,10 @@ class ConnectionMonitor:
             addresses = _aiokafka.broker_addresses(client)
             back.update(
                 down[node]
-                for node in _aiokafka.live_nodes(client)
-                if node in down and addresses.get(node) == down[node]
+                for node, conns in _aiokafka.live_connections(client).items()
+                if node in down
+                and addresses.get(node) == down[node]
+                and any(all(conn is not old for old in stale[node]) for conn in conns)
             )
         for address in back:
             self.recovered(address)
@@ -341,7 +348,9 @@ def _is_ip(host: str) -> bool:
 
 
 def _copy(outage: BrokerOutage) -> BrokerOutage:
-    return BrokerOutage(outage.address, outage.node_id, outage.since, outage.cause, outage.suppressed)
+    return BrokerOutage(
+        outage.address, outage.node_id, outage.since, outage.cause, outage.suppressed, outage.stale
+    )
 
 
 class _NoiseFilter(logging.Filter):

@@ -62,6 +62,7 @@ class EventLog:
         self._joined_once = False
         self._leader = ""
         self._skip_assignment = False
+        self._rebalance_protocol: str | None = None
         self._reported: dict[str, int] = {}
         self._last_report: float | None = None
 
@@ -116,6 +117,7 @@ class EventLog:
         elif isinstance(milestone, Joined):
             self._leader = milestone.leader_id
             self._skip_assignment = milestone.assignment_skipped
+            self._rebalance_protocol = milestone.rebalance_protocol
         elif isinstance(milestone, HeartbeatFailed):
             self._emit(
                 schema.HeartbeatFailed,
@@ -136,12 +138,13 @@ class EventLog:
                 is_leader=machine.is_leader,
                 skip_assignment=self._skip_assignment and machine.is_leader,
                 protocol=machine.protocol_name,
+                rebalance_protocol=self._rebalance_protocol,
             )
             self._emit(
                 schema.Assigned,
                 machine,
                 generation=action.generation,
-                partitions=_partitions(action.partitions),
+                partitions=_partitions(action.owned),
             )
         elif isinstance(action, actions.PartitionsRevoked):
             self._emit(

@@ -60,10 +60,14 @@ class Synced(Record, tag="sync"):
     skip_assignment: bool
     """The broker told the leader to skip the assignment (KIP-814: a static leader rejoined)."""
     protocol: str | None
+    rebalance_protocol: str | None = None
+    """``eager`` or ``cooperative`` (KIP-429); absent in logs written before it existed."""
 
 
 class Assigned(Record, tag="assigned"):
-    """The whole assignment of ``generation`` (eager protocol): the member owns ``partitions`` from now."""
+    """The whole assignment of ``generation``: the member owns ``partitions`` from now. Under the
+    cooperative protocol that is what it kept plus what it gained (partitions it gave up in this
+    generation have a ``revoked`` record before this one)."""
 
 
 class Revoked(Record, tag="revoked"):

@@ -15,7 +15,8 @@ from .config import (
     SubscriptionDecoder,
     validate_group_instance_id,
 )
-from .machine import MembershipMachine, new_machine
+from .consumer_group import ConsumerGroupMachine, InstanceEvidence
+from .machine import AnyMachine, MembershipMachine, new_machine
 from .observe import MembershipObserver, MemberView, Milestone
 from .reconcile import RebalanceProtocol
 from .types import (
@@ -23,6 +24,7 @@ from .types import (
     NO_MEMBER_ID,
     FailureKind,
     GroupProtocol,
+    IdPartitions,
     JoinGroupMember,
     MemberState,
     OffsetAndMetadata,
@@ -35,12 +37,16 @@ __all__ = [
     "MAX_GROUP_INSTANCE_ID_LENGTH",
     "NO_GENERATION",
     "NO_MEMBER_ID",
+    "AnyMachine",
     "AssignmentDecoder",
     "Backoff",
     "ClassicMachine",
     "CommitFailedError",
+    "ConsumerGroupMachine",
     "FailureKind",
     "GroupProtocol",
+    "IdPartitions",
+    "InstanceEvidence",
     "JoinGroupMember",
     "MemberState",
     "MemberView",

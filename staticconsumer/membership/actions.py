@@ -2,7 +2,8 @@
 
 The ownership actions (StopFetching, PartitionsRevoked, PartitionsLost, PartitionsAssigned) and the
 verdicts (CommitCompleted, Fatal, Stopped) mean the same under every protocol; the request actions are the
-classic protocol's.
+classic protocol's, but for SendConsumerGroupHeartbeat and ResolveTopicIds (the consumer protocol) and
+FindCoordinator and SendOffsetCommit (both).
 
 Contract for the driver: every Send* action and FindCoordinator must be answered by exactly one
 response event (or RequestFailed) carrying the action's token; every callback action by exactly one
@@ -12,11 +13,13 @@ CallbackFinished with its callback_id; RunAssignor by AssignmentComputed or Assi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from uuid import UUID
 
 from staticconsumer._dataclass import dataclass
 
 from .types import (
     GroupProtocol,
+    IdPartitions,
     JoinGroupMember,
     OffsetAndMetadata,
     ReleaseReason,
@@ -212,3 +215,40 @@ class Stopped(Action):
     """Stop is complete; ``error`` is the fatal error that ended the member earlier, if any."""
 
     error: Exception | None
+
+
+# -- the consumer protocol (KIP-848) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendConsumerGroupHeartbeat(Action):
+    """One ConsumerGroupHeartbeat (v1). A None field (or -1 ``rebalance_timeout_ms``) means "unchanged
+    since my last heartbeat"; a join (epoch 0) and the first heartbeat after an error carry everything.
+
+    ``member_epoch`` 0 joins, -1 leaves for good, -2 leaves for a while (a static member keeps its
+    assignment for the session timeout). ``member_id`` is the client's own (KIP-1082), except when a
+    member releases the place of an earlier holder of its instance id (``purpose`` "release").
+    """
+
+    token: RequestToken
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: tuple[str, ...] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    owned: tuple[IdPartitions, ...] | None
+    purpose: str
+    """Why it is sent: "join", "heartbeat", "acknowledge", "leave" or "release" (logs and telemetry)."""
+    request_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolveTopicIds(Action):
+    """Look up the names of these topic ids (Metadata v12+ by id, from any broker): assignments name
+    topics by id. Answered by TopicIdsResolved (unknown ids absent) or RequestFailed."""
+
+    token: RequestToken
+    topic_ids: frozenset[UUID]

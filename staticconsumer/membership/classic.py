@@ -42,7 +42,7 @@ from .config import MembershipConfig
 from .coordinator import CoordinatorLookup
 from .inflight import InFlight, RequestKind
 from .observe import HeartbeatFailed, Joined, JoinStarted, Leaving, Milestone
-from .reconcile import Ownership, RebalanceProtocol, release_before_join
+from .reconcile import Ownership, RebalanceProtocol, diff, release_before_join
 from .rules import Step, code_name
 from .types import (
     NO_GENERATION,
@@ -120,6 +120,8 @@ class ClassicMachine:
         self._requests = InFlight()
         self._commits = CommitBook()
         self._ownership = Ownership()
+        self._pending_assignment: tuple[frozenset[TopicPartition], int] | None = None
+        """Cooperative: the assignment (and its generation) to hand out once the revoke it needs is done."""
         self._next_request_id = 1
 
         # join / sync
@@ -201,7 +203,8 @@ class ClassicMachine:
 
     @property
     def assignment(self) -> frozenset[TopicPartition]:
-        """Partitions this member owns now (empty while rebalancing or unjoined)."""
+        """Partitions this member owns now. Eager: empty while rebalancing or unjoined; cooperative: a
+        member keeps owning (and fetching) what it holds while the group rebalances."""
         return self._ownership.owned
 
     @property
@@ -499,7 +502,7 @@ class ClassicMachine:
         """Release partitions (revoke callback, final commit), then LeaveGroup if allowed, then Stopped."""
         if self._ownership.busy:
             return
-        if self._ownership.holding and self._begin_release(ReleaseReason.STOP):
+        if self._ownership.holding and self._release_on_stop():
             return
         if not self._stop_leave_decided:
             if self._config.is_static and self._stop_leave_group and not self._coordinator.known:
@@ -565,8 +568,10 @@ class ClassicMachine:
         if self._life is _Life.RUNNING:
             self._check_timers()
         if self._life is _Life.STOPPING:
+            self._pending_assignment = None  # never started: nothing to hand out, nothing to commit
             self._drive_stop()
         elif self._life is _Life.RUNNING:
+            self._maybe_apply_pending_assignment()
             self._drive_join()
             self._maybe_heartbeat()
 
@@ -593,8 +598,9 @@ class ClassicMachine:
             self._send_leave(self._member_id, None, reason)
         self._reset_generation(reason, reset_member_id=True)
         self._awaiting_poll = True
+        self._pending_assignment = None
         if self._ownership.holding and self._ownership.release is None:
-            self._begin_release(ReleaseReason.POLL_TIMEOUT)
+            self._lose_everything(ReleaseReason.POLL_TIMEOUT)
 
     def _ensure_coordinator(self) -> None:
         if self._requests.has(RequestKind.LOOKUP) or not self._coordinator.may_look_up(self._now):
@@ -610,9 +616,9 @@ class ClassicMachine:
             return
         if self._awaiting_assignor is not None or self._ownership.busy:
             return
-        if self._ownership.holding and self._begin_release(
-            ReleaseReason.REBALANCE if self._generation_valid() else ReleaseReason.MEMBERSHIP_LOST
-        ):
+        if self._pending_assignment is not None:
+            return
+        if self._release_before_join():
             return
         if not self._coordinator.known:
             return
@@ -620,28 +626,66 @@ class ClassicMachine:
             return
         self._send_join()
 
-    def _begin_release(self, reason: ReleaseReason) -> bool:
-        """Give up what must go before rejoining or stopping: revoke while the generation is valid, else
-        report it lost. Returns True while a callback (and maybe a commit) must finish before moving on."""
+    def _release_before_join(self) -> bool:
+        """Give up what must go before a JoinGroup (Java's onJoinPrepare). Returns True while a callback
+        (and maybe a commit) must finish first.
+
+        A member whose generation was reset reports everything it holds lost, whatever the protocol:
+        another member may own it already. Otherwise eager revokes everything, and cooperative only the
+        partitions of topics it no longer subscribes to: it keeps owning and fetching the rest while it
+        rejoins, and tells the group so in its subscription.
+        """
         ownership = self._ownership
-        revoking = self._generation_valid() and reason in (ReleaseReason.REBALANCE, ReleaseReason.STOP)
-        if revoking:
-            subscribed = frozenset(t for p in self._protocols[:1] for t in self._subscribed_topics(p))
-            to_release = (
-                ownership.owned
-                if reason is ReleaseReason.STOP
-                else release_before_join(self._rebalance_protocol, ownership.owned, subscribed)
-            )
-            everything = to_release == ownership.owned
-            for action in ownership.revoke(to_release, reason, everything=everything):
-                self._emit(action)
+        if not ownership.holding:
+            return False
+        if not self._generation_valid():
+            return self._lose_everything(ReleaseReason.MEMBERSHIP_LOST)
+        if self._rebalance_protocol is RebalanceProtocol.EAGER:
+            self._emit_all(ownership.revoke(ownership.owned, ReleaseReason.REBALANCE, everything=True))
             return True
+        if self._config.decode_subscription is None:
+            return False  # the topics are unknown to the machine: nothing can be told unsubscribed
+        unsubscribed = release_before_join(self._rebalance_protocol, ownership.owned, self._own_topics())
+        if not unsubscribed:
+            return False
+        log.info(
+            "group %s: revoking %d partitions of topics no longer subscribed before rejoining",
+            self._config.group_id,
+            len(unsubscribed),
+        )
+        self._emit_all(ownership.revoke(unsubscribed, ReleaseReason.REBALANCE, everything=False))
+        return True
+
+    def _release_on_stop(self) -> bool:
+        """Give up everything before leaving (Java's onLeavePrepare): revoked (commits still work) in a
+        stable generation, else lost. Returns True while a callback (and maybe a commit) must finish."""
+        ownership = self._ownership
+        if not self._generation_valid() or self._phase is not MemberState.STABLE:
+            # A cooperative member still owns its partitions while the group rebalances; its generation
+            # is in flux, so nothing can be committed for them.
+            return self._lose_everything(ReleaseReason.STOP)
+        if not ownership.owned and self._rebalance_protocol is RebalanceProtocol.COOPERATIVE:
+            ownership.drop()  # a cooperative listener only hears of what changes
+            return False
+        self._emit_all(ownership.revoke(ownership.owned, ReleaseReason.STOP, everything=True))
+        return True
+
+    def _lose_everything(self, reason: ReleaseReason) -> bool:
+        """Report every held partition lost (never committed); True while its callback runs."""
+        ownership = self._ownership
         if not ownership.owned:
             ownership.drop()
             return False
-        for action in ownership.lose(ownership.owned, reason, everything=True):
-            self._emit(action)
+        self._emit_all(ownership.lose(ownership.owned, reason, everything=True))
         return True
+
+    def _emit_all(self, actions: list[act.Action]) -> None:
+        for action in actions:
+            self._emit(action)
+
+    def _own_topics(self) -> frozenset[str]:
+        """The topics this member subscribes to now (its first protocol's metadata says them all)."""
+        return frozenset(t for p in self._protocols[:1] for t in self._subscribed_topics(p))
 
     def _subscribed_topics(self, protocol: GroupProtocol) -> frozenset[str]:
         """The topics our own join metadata subscribes to (cooperative keeps the rest while rejoining)."""
@@ -708,7 +752,13 @@ class ClassicMachine:
         self._join_retry_at = None
         self._clear_leadership()
         reason = truncate_reason(self._rejoin_reason) or ""
-        self._note(JoinStarted(member_id=self._member_id, reason=reason))
+        self._note(
+            JoinStarted(
+                member_id=self._member_id,
+                reason=reason,
+                rebalance_protocol=self._rebalance_protocol.value,
+            )
+        )
         self._emit(
             act.SendJoinGroup(
                 token=token,
@@ -776,6 +826,7 @@ class ClassicMachine:
                 leadership_guessed=guessed,
                 assignment_skipped=leading and event.skip_assignment,
                 protocol_name=event.protocol_name,
+                rebalance_protocol=self._rebalance_protocol.value,
             )
         )
         if leading:
@@ -936,8 +987,41 @@ class ClassicMachine:
             self._generation,
             len(partitions),
         )
-        for action in self._ownership.assign(partitions, self._generation):
-            self._emit(action)
+        if self._rebalance_protocol is RebalanceProtocol.COOPERATIVE:
+            self._reconcile_cooperatively(partitions)
+        else:
+            self._emit_all(self._ownership.assign(partitions, self._generation))
+
+    def _reconcile_cooperatively(self, assigned: frozenset[TopicPartition]) -> None:
+        """KIP-429 after SyncGroup: revoke ``owned - assigned`` (committed first), then hand out
+        ``assigned - owned``; partitions kept are never touched. A revoke means another member waits for
+        those partitions, so the member rejoins at once for the second rebalance that gives them out."""
+        delta = diff(self._ownership.owned, assigned)
+        log.info(
+            "group %s: generation %d keeps %d partitions, adds %d, revokes %d",
+            self._config.group_id,
+            self._generation,
+            len(delta.keep),
+            len(delta.assign),
+            len(delta.revoke),
+        )
+        if not delta.revoke:
+            self._emit_all(self._ownership.assign(assigned, self._generation))
+            return
+        self._pending_assignment = (assigned, self._generation)
+        self._emit_all(self._ownership.revoke(delta.revoke, ReleaseReason.REBALANCE, everything=False))
+        self._request_rejoin(f"need to revoke {len(delta.revoke)} partitions and re-join")
+
+    def _maybe_apply_pending_assignment(self) -> None:
+        """Hand out the cooperative assignment once its revoke (and the commit after it) is done."""
+        pending = self._pending_assignment
+        if pending is None or self._ownership.busy:
+            return
+        self._pending_assignment = None
+        assigned, generation = pending
+        if generation != self._generation or self._phase is not MemberState.STABLE:
+            return  # the generation ended meanwhile: the next join reports what is held as lost
+        self._emit_all(self._ownership.assign(assigned, generation))
 
     # ------------------------------------------------------------------ Heartbeat
 
@@ -1139,6 +1223,7 @@ class ClassicMachine:
             self._emit(act.CommitCompleted(commit_id=pending.commit_id, offsets=pending.offsets, error=error))
         self._requests.drop([k for k in RequestKind if k is not RequestKind.LEAVE])
         self._awaiting_assignor = None
+        self._pending_assignment = None
         self._join_retry_at = None
         self._coordinator.retry_at = None
         self._clear_leadership()

@@ -108,6 +108,11 @@ class MembershipConfig:
     retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     protocol_type: str = DEFAULT_PROTOCOL_TYPE
+    server_assignor: str | None = None
+    """group.remote.assignor: the broker-side assignor a consumer-protocol member asks for (None: the
+    brokers' default)."""
+    rack_id: str | None = None
+    """client.rack, sent by consumer-protocol members so rack-aware server assignors can use it."""
 
     def __post_init__(self) -> None:
         if self.group_instance_id is not None:
@@ -150,6 +155,8 @@ class MembershipConfig:
             retry_backoff_ms=settings.retry_backoff_ms,
             retry_backoff_max_ms=settings.retry_backoff_max_ms,
             request_timeout_ms=settings.request_timeout_ms,
+            server_assignor=getattr(settings, "group_remote_assignor", None),
+            rack_id=getattr(settings, "client_rack", None),
         )
 
     @property

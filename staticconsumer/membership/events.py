@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
+from uuid import UUID
 
 from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import ErrorCode
@@ -16,6 +17,7 @@ from staticconsumer.errors import ErrorCode
 from .types import (
     FailureKind,
     GroupProtocol,
+    IdPartitions,
     JoinGroupMember,
     OffsetAndMetadata,
     RequestToken,
@@ -32,9 +34,15 @@ class Event:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Start(Event):
-    """Begin membership: find the coordinator and join with ``protocols`` (preference order)."""
+    """Begin membership: find the coordinator and join with ``protocols`` (preference order).
+
+    Under the consumer protocol (KIP-848) the broker assigns: the member sends its subscription instead,
+    ``topics`` by name or a ``pattern`` the broker resolves (SubscribedTopicRegex).
+    """
 
     protocols: tuple[GroupProtocol, ...]
+    topics: frozenset[str] = frozenset()
+    pattern: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +57,9 @@ class FindCoordinatorResponse(Event):
     token: RequestToken
     error_code: int = ErrorCode.NONE
     node_id: int | None = None
+    host: str | None = None
+    port: int | None = None
+    """Where the coordinator is, as answered (ignored by the machine; observers name the server)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,6 +173,8 @@ class CommitRequested(Event):
 
     commit_id: int
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    caller: object | None = None
+    """Opaque to the machine: what observers need to place the commit (the caller's trace context)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,7 +193,37 @@ class RequestRejoin(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateProtocols(Event):
-    """This member's subscription changed: join with the new protocol list (and so force a rebalance)."""
+    """This member's subscription changed: join with the new protocol list (and so force a rebalance).
+
+    The consumer protocol reads ``topics`` / ``pattern`` (as in Start) and sends them in its next heartbeat.
+    """
 
     protocols: tuple[GroupProtocol, ...]
     reason: str
+    topics: frozenset[str] = frozenset()
+    pattern: str | None = None
+
+
+# -- the consumer protocol (KIP-848) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeartbeatResponse(Event):
+    """Answer to a ConsumerGroupHeartbeat. ``assignment`` is the member's whole assignment by topic id,
+    or None when it did not change since the last heartbeat; ``heartbeat_interval_ms`` is 0 on errors."""
+
+    token: RequestToken
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[IdPartitions, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicIdsResolved(Event):
+    """Answer to ResolveTopicIds: the name of each topic id the cluster knows (unknown ids are absent)."""
+
+    token: RequestToken
+    names: Mapping[UUID, str] = field(default_factory=dict)

@@ -22,9 +22,24 @@ class RequestKind(enum.Enum):
     HEARTBEAT = "Heartbeat"
     COMMIT = "OffsetCommit"
     LEAVE = "LeaveGroup"
+    CONSUMER_HEARTBEAT = "ConsumerGroupHeartbeat"
+    """The consumer protocol's join, heartbeat and acknowledgement (one in flight)."""
+    CONSUMER_LEAVE = "ConsumerGroupHeartbeat (leave)"
+    """A leave (epoch -1 / -2), or the release of an earlier holder's place (epoch -2)."""
+    METADATA = "Metadata"
+    """Topic ids to names."""
 
 
-SINGLE = frozenset({RequestKind.LOOKUP, RequestKind.JOIN, RequestKind.SYNC, RequestKind.HEARTBEAT})
+SINGLE = frozenset(
+    {
+        RequestKind.LOOKUP,
+        RequestKind.JOIN,
+        RequestKind.SYNC,
+        RequestKind.HEARTBEAT,
+        RequestKind.CONSUMER_HEARTBEAT,
+        RequestKind.METADATA,
+    }
+)
 """Kinds of which at most one is ever in flight."""
 
 

@@ -1,22 +1,42 @@
 """The front of the membership core: which machine runs a member.
 
-Today that is the classic protocol's machine (JoinGroup/SyncGroup/Heartbeat), eager or cooperative;
-KIP-848's consumer-protocol machine sits beside it with the same events-in, actions-out contract, the same
-ownership actions and the same milestones (see observe.py).
+The classic protocol's machine (JoinGroup/SyncGroup/Heartbeat), eager or cooperative, or KIP-848's
+consumer-protocol machine (ConsumerGroupHeartbeat), chosen by ``group_protocol`` as Java's group.protocol
+chooses. Both have the same events-in, actions-out contract, the same ownership actions and the same
+milestones (see observe.py).
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .classic import ClassicMachine
 from .config import MembershipConfig
+from .consumer_group import ConsumerGroupMachine, InstanceEvidence
 from .reconcile import RebalanceProtocol
 
 MembershipMachine = ClassicMachine
 """The classic protocol's machine under the name the SDK has always used for it."""
 
+AnyMachine = ClassicMachine | ConsumerGroupMachine
+"""Either protocol's machine (the runtime drives both the same way)."""
+
 
 def new_machine(
-    config: MembershipConfig, rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER
-) -> ClassicMachine:
-    """The machine for a member configured as ``config``."""
+    config: MembershipConfig,
+    rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER,
+    *,
+    group_protocol: Literal["classic", "consumer"] = "classic",
+    member_id: str | None = None,
+    evidence: InstanceEvidence | None = None,
+) -> AnyMachine:
+    """The machine for a member configured as ``config``.
+
+    ``group_protocol="consumer"`` needs the ``member_id`` the client generated (KIP-1082) and may take
+    ``evidence`` about earlier holders of the instance id; ``rebalance_protocol`` is the classic protocol's.
+    """
+    if group_protocol == "consumer":
+        if member_id is None:
+            raise ValueError("the consumer protocol needs the member id the client generated")
+        return ConsumerGroupMachine(config, member_id, evidence)
     return ClassicMachine(config, rebalance_protocol)

@@ -29,6 +29,9 @@ class JoinStarted(Milestone):
 
     member_id: str
     reason: str
+    rebalance_protocol: str | None = None
+    """How this member moves partitions (classic protocol): ``eager`` or ``cooperative``; None where the
+    distinction does not apply."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +45,8 @@ class Joined(Milestone):
     leadership_guessed: bool
     assignment_skipped: bool
     protocol_name: str | None
+    rebalance_protocol: str | None = None
+    """``eager`` or ``cooperative`` under the classic protocol (see JoinStarted)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

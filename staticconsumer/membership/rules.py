@@ -34,12 +34,30 @@ class Step(enum.Enum):
     FENCE = "fatal and sticky: FencedInstanceIdError"
     FAIL = "fatal and sticky: the broker's error"
     WARN = "log a warning"
+    # the consumer protocol (KIP-848)
+    FULL_HEARTBEAT = "the next heartbeat carries every field"
+    LOSE_AND_REJOIN = (
+        "partitions lost (never committed), rejoin at epoch 0 with the same member id and instance id"
+    )
+    UNRELEASED = (
+        "our own place, or a dead earlier run's on this host: released (epoch -2) and rejoined at once; "
+        "else retried with backoff while the holder can still be leaving (bounded by the session "
+        "timeout), then fatal and sticky: UnreleasedInstanceIdError saying which cause applies"
+    )
+    RESEND_AFTER_HEARTBEAT = (
+        "resent with the member epoch of the next heartbeat (at once if it moved already)"
+    )
+    HEARTBEAT_NOW = "heartbeat at once (its answer decides)"
 
 
 class Verdict(enum.Enum):
     """What the application's commit call gets back for an OffsetCommit error."""
 
     BROKER_ERROR = "the broker's error (typed, `retriable` set as Kafka defines it)"
+    RESENT = (
+        "nothing while resent; StaleMemberEpochError if the epoch did not move, CommitFailedError if a "
+        "partition was given up meanwhile"
+    )
     REBALANCING = "RebalanceInProgressError"
     COMMIT_FAILED = "CommitFailedError"
     REBALANCING_OR_FAILED = "RebalanceInProgressError if the member is rejoining, else CommitFailedError"
@@ -85,6 +103,9 @@ class ApiRules:
     otherwise: Reaction
     reason: str
     """Template of the rejoin reason; ``{error}`` is the error code's name."""
+    identity: str = "generation"
+    """What "unchanged since sending" is about: the classic generation, or the consumer protocol's member
+    epoch."""
 
     def reaction(self, code: int) -> Reaction:
         return self.reactions.get(code, self.otherwise)
@@ -184,6 +205,64 @@ def commit_reaction(code: int) -> CommitReaction:
     return OFFSET_COMMIT.get(code, OFFSET_COMMIT_OTHERWISE)
 
 
+# -- the consumer protocol (KIP-848): ConsumerGroupHeartbeat and commits carrying the member epoch ---------
+
+_LOST = Reaction((Step.LOSE_AND_REJOIN,), stale=())
+"""Only for the epoch and member id the heartbeat was sent with; an answer about an older epoch is moot."""
+
+CONSUMER_GROUP_HEARTBEAT = ApiRules(
+    api="ConsumerGroupHeartbeat",
+    identity="member epoch",
+    reactions={
+        ErrorCode.NONE: Reaction((Step.HEARTBEAT_OK,)),
+        **{
+            code: Reaction((Step.COORDINATOR_LOST, Step.FULL_HEARTBEAT, Step.HEARTBEAT_BACKOFF))
+            for code in _COORDINATOR_ERRORS
+        },
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: Reaction((Step.FULL_HEARTBEAT, Step.HEARTBEAT_BACKOFF)),
+        ErrorCode.FENCED_MEMBER_EPOCH: _LOST,
+        ErrorCode.UNKNOWN_MEMBER_ID: _LOST,
+        ErrorCode.UNRELEASED_INSTANCE_ID: Reaction((Step.UNRELEASED,)),
+        # Java: fatal; the broker gave our instance id to another member id.
+        ErrorCode.FENCED_INSTANCE_ID: Reaction((Step.FENCE,), stale=()),
+        **{
+            code: _FAIL
+            for code in (
+                ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                ErrorCode.INVALID_REQUEST,
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                ErrorCode.INVALID_REGULAR_EXPRESSION,
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                ErrorCode.UNSUPPORTED_VERSION,
+                ErrorCode.GROUP_ID_NOT_FOUND,
+            )
+        },
+    },
+    otherwise=Reaction((Step.WARN, Step.FULL_HEARTBEAT, Step.HEARTBEAT_BACKOFF)),
+    reason="encountered {error} from CONSUMER_GROUP_HEARTBEAT response",
+)
+
+CONSUMER_OFFSET_COMMIT: Mapping[int, CommitReaction] = {
+    **{
+        code: CommitReaction((Step.COORDINATOR_LOST,), Verdict.BROKER_ERROR, retry_hint=True)
+        for code in (*_COORDINATOR_ERRORS, ErrorCode.REQUEST_TIMED_OUT)
+    },
+    ErrorCode.STALE_MEMBER_EPOCH: CommitReaction((Step.RESEND_AFTER_HEARTBEAT,), Verdict.RESENT),
+    **{
+        code: CommitReaction((Step.HEARTBEAT_NOW,), Verdict.COMMIT_FAILED)
+        for code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
+    },
+    ErrorCode.FENCED_INSTANCE_ID: CommitReaction(
+        (Step.FENCE,), Verdict.FENCED, stale_verdict=Verdict.COMMIT_FAILED
+    ),
+}
+"""OffsetCommit v9+ from a consumer-protocol member (GenerationIdOrMemberEpoch = the member epoch)."""
+
+
+def consumer_commit_reaction(code: int) -> CommitReaction:
+    return CONSUMER_OFFSET_COMMIT.get(code, OFFSET_COMMIT_OTHERWISE)
+
+
 def code_name(code: int) -> str:
     try:
         return ErrorCode(code).name
@@ -219,7 +298,8 @@ def _grouped(reactions: Mapping[int, R]) -> list[tuple[list[int], R]]:
 
 
 def _api_table(rules: ApiRules) -> str:
-    lines = [f"**{rules.api}**", "", "| error | generation unchanged | generation changed since sending |"]
+    who = rules.identity
+    lines = [f"**{rules.api}**", "", f"| error | {who} unchanged | {who} changed since sending |"]
     lines.append("|---|---|---|")
     for codes, reaction in _grouped(rules.reactions):
         stale = "same" if reaction.stale is None else _steps_text(reaction.stale)
@@ -229,14 +309,18 @@ def _api_table(rules: ApiRules) -> str:
     return "\n".join(lines)
 
 
-def _commit_table() -> str:
+def _commit_table(
+    title: str = "**OffsetCommit** (per partition; the first error decides)",
+    table: Mapping[int, CommitReaction] = OFFSET_COMMIT,
+    who: str = "generation",
+) -> str:
     lines = [
-        "**OffsetCommit** (per partition; the first error decides)",
+        title,
         "",
-        "| error | generation unchanged | caller gets | generation changed since sending | caller gets |",
+        f"| error | {who} unchanged | caller gets | {who} changed since sending | caller gets |",
         "|---|---|---|---|---|",
     ]
-    rows = [*_grouped(OFFSET_COMMIT), ([], OFFSET_COMMIT_OTHERWISE)]
+    rows = [*_grouped(table), ([], OFFSET_COMMIT_OTHERWISE)]
     for codes, r in rows:
         stale_steps, stale_verdict = r.for_(False)
         lines.append(
@@ -253,12 +337,39 @@ def markdown() -> str:
     )
 
 
+def consumer_markdown() -> str:
+    """The consumer protocol's error tables of docs/membership.md, generated from the data above."""
+    return "\n\n".join(
+        [
+            _api_table(CONSUMER_GROUP_HEARTBEAT),
+            _commit_table(
+                "**OffsetCommit from a consumer-protocol member** (per partition; the first error decides)",
+                CONSUMER_OFFSET_COMMIT,
+                "member epoch",
+            ),
+        ]
+    )
+
+
 BEGIN_MARKER = "<!-- error tables: generated by `python -m staticconsumer.membership --write`; begin -->"
 END_MARKER = "<!-- error tables: end -->"
+CONSUMER_BEGIN_MARKER = (
+    "<!-- consumer protocol error tables: generated by `python -m staticconsumer.membership --write`; "
+    "begin -->"
+)
+CONSUMER_END_MARKER = "<!-- consumer protocol error tables: end -->"
+
+
+def _between(document: str, begin: str, end: str, text: str) -> str:
+    start = document.index(begin) + len(begin)
+    stop = document.index(end)
+    return document[:start] + "\n\n" + text + "\n\n" + document[stop:]
 
 
 def replace_tables(document: str) -> str:
-    """``document`` with the text between the markers replaced by :func:`markdown`."""
-    start = document.index(BEGIN_MARKER) + len(BEGIN_MARKER)
-    end = document.index(END_MARKER)
-    return document[:start] + "\n\n" + markdown() + "\n\n" + document[end:]
+    """``document`` with the text between the markers replaced by :func:`markdown` (and, where the page
+    has its markers, by :func:`consumer_markdown`)."""
+    document = _between(document, BEGIN_MARKER, END_MARKER, markdown())
+    if CONSUMER_BEGIN_MARKER in document:
+        document = _between(document, CONSUMER_BEGIN_MARKER, CONSUMER_END_MARKER, consumer_markdown())
+    return document

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from typing import NamedTuple
+from uuid import UUID
 
 from staticconsumer._dataclass import dataclass
 
@@ -78,6 +79,16 @@ class MemberState(enum.Enum):
     STOPPED = "stopped"
     FENCED = "fenced"
     FAILED = "failed"
+    # The consumer protocol's phases (KIP-848, as Java's MemberState names them). Java's FENCED is
+    # EPOCH_FENCED here (transient: partitions lost, then a rejoin at epoch 0); its FATAL is FAILED, or
+    # FENCED above for FENCED_INSTANCE_ID (terminal, as under the classic protocol); its PREPARE_LEAVING
+    # is STOPPING.
+    JOINING = "joining"
+    RECONCILING = "reconciling"
+    ACKNOWLEDGING = "acknowledging"
+    EPOCH_FENCED = "fenced by member epoch (partitions lost; rejoining at epoch 0)"
+    STALE = "stale (max.poll.interval.ms expired; rejoins at the next poll)"
+    LEAVING = "leaving"
 
 
 class ReleaseReason(enum.Enum):
@@ -89,6 +100,13 @@ class ReleaseReason(enum.Enum):
     POLL_TIMEOUT = "poll timeout"
     FENCED = "fenced"
     FATAL = "fatal error"
+
+
+class IdPartitions(NamedTuple):
+    """Partitions of one topic named by its id, as the consumer protocol (KIP-848) carries them."""
+
+    topic_id: UUID
+    partitions: tuple[int, ...]
 
 
 NO_GENERATION = -1

@@ -1,8 +1,12 @@
 """The leader's assignment step, pure: members' subscriptions and metadata in, encoded plan out.
 
 Whatever goes wrong inside a user's assignor (it raises, or its plan names a member that is not in the
-group, or a partition that does not exist) becomes one typed :class:`AssignorError` naming the assignor,
-so the membership machine can refuse the plan and retry instead of ending the consumer.
+group, or a partition that does not exist, or a cooperative plan moves a partition that is still owned)
+becomes one typed :class:`AssignorError` naming the assignor, so the membership machine can refuse the
+plan and retry instead of ending the consumer.
+
+Which rebalance protocol a member follows is decided here too, from its assignors, as Java's
+ConsumerCoordinator decides it.
 """
 
 from __future__ import annotations
@@ -11,9 +15,40 @@ from collections.abc import Mapping, Sequence
 
 import assignors as assignor_lib
 from staticconsumer._aiokafka import PartitionReplicas
-from staticconsumer.errors import AssignorError
-from staticconsumer.membership import JoinGroupMember
+from staticconsumer.errors import AssignorError, ConfigurationError
+from staticconsumer.membership import JoinGroupMember, RebalanceProtocol
 from staticconsumer.protocol import Assignment, Subscription, TopicPartitions
+
+_PROTOCOL_ORDER = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
+"""Java's RebalanceProtocol ids, lowest first: the later one is the more advanced."""
+
+
+def rebalance_protocol_of(assignors: Sequence[assignor_lib.Assignor]) -> RebalanceProtocol:
+    """The most advanced protocol every configured assignor supports (Java's ConsumerCoordinator).
+
+    ``cooperative-sticky`` alone is cooperative; adding ``range`` (eager only) makes the member eager,
+    which is the first step of a migration. A custom assignor declares its ``rebalance_protocols``.
+    """
+    if not assignors:
+        raise ConfigurationError("at least one assignor is needed to choose a rebalance protocol")
+    known = {protocol.value: protocol for protocol in _PROTOCOL_ORDER}
+    common = set(_PROTOCOL_ORDER)
+    for assignor in assignors:
+        declared = tuple(getattr(assignor, "rebalance_protocols", ("eager",)))
+        unknown = [p for p in declared if p not in known]
+        if unknown:
+            raise ConfigurationError(
+                f"assignor {assignor.name!r} declares rebalance protocols {unknown}; "
+                f"the classic protocol knows {sorted(known)}"
+            )
+        common &= {known[p] for p in declared}
+    if not common:
+        names = [a.name for a in assignors]
+        raise ConfigurationError(
+            f"the assignors {names} have no rebalance protocol in common "
+            f"({', '.join(f'{a.name}: {list(a.rebalance_protocols)}' for a in assignors)})"
+        )
+    return max(common, key=_PROTOCOL_ORDER.index)
 
 
 def decode_members(members: Sequence[JoinGroupMember]) -> list[assignor_lib.Member]:
@@ -47,7 +82,12 @@ def compute_assignment(
     members: Sequence[assignor_lib.Member],
     topics: Mapping[str, assignor_lib.TopicInfo],
 ) -> dict[str, bytes]:
-    """Run ``assignor`` and encode one Assignment per member (members it left out get an empty one)."""
+    """Run ``assignor`` and encode one Assignment per member (members it left out get an empty one).
+
+    A plan of an assignor that supports the cooperative protocol is checked as Java's
+    validateCooperativeAssignment does, because cooperative members keep fetching what they own until
+    they are told to revoke it.
+    """
     try:
         plan = assignor.assign(members, topics)
     except Exception as error:
@@ -56,6 +96,8 @@ def compute_assignment(
     strangers = sorted(set(plan) - known)
     if strangers:
         raise AssignorError(assignor.name, f"assigned partitions to members not in the group: {strangers}")
+    if "cooperative" in getattr(assignor, "rebalance_protocols", ()):
+        validate_cooperative_assignment(assignor.name, members, plan)
     encoded = {}
     for member in members:
         given = plan.get(member.member_id)
@@ -73,3 +115,40 @@ def compute_assignment(
             user_data=given.user_data if given is not None else None,
         ).encode()
     return encoded
+
+
+def validate_cooperative_assignment(
+    assignor_name: str,
+    members: Sequence[assignor_lib.Member],
+    plan: Mapping[str, assignor_lib.MemberAssignment],
+) -> None:
+    """Refuse a plan that revokes a partition from one member and gives it to another in the same round.
+
+    Under the cooperative protocol the old owner keeps fetching a partition until it has revoked it after
+    this SyncGroup; a new owner that started at once would fetch it at the same time. A partition that
+    moves must be left unassigned for one round (the old owner revokes it and rejoins), exactly Java's
+    ``validateCooperativeAssignment``. Claims are the members' ``owned_partitions`` as they joined.
+    """
+    revoked: dict[assignor_lib.TopicPartition, str] = {}
+    added: dict[assignor_lib.TopicPartition, str] = {}
+    for member in members:
+        given = plan.get(member.member_id)
+        assigned = set(given.partitions) if given is not None else set()
+        owned = set(member.owned_partitions)
+        for tp in owned - assigned:
+            revoked.setdefault(tp, member.member_id)
+        for tp in assigned - owned:
+            added.setdefault(tp, member.member_id)
+    moved = sorted(set(revoked) & set(added))
+    if not moved:
+        return
+    shown = ", ".join(
+        f"{t}-{p} (owned by {revoked[(t, p)]!r}, given to {added[(t, p)]!r})" for t, p in moved[:5]
+    )
+    more = f" and {len(moved) - 5} more" if len(moved) > 5 else ""
+    raise AssignorError(
+        assignor_name,
+        f"made a cooperative plan that reassigns partitions still owned by another member in the same "
+        f"round: {shown}{more}; a partition that moves must first be revoked by its owner (left "
+        f"unassigned for one rebalance)",
+    )

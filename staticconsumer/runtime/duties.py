@@ -125,7 +125,9 @@ class LeaderDuties:
             return False
         topics = watch.watched if watch.leader else self._own_topics()
         counts = await self._partition_counts(frozenset(topics))
-        owned = [tp for member in view.members for tp in member.assigned]
+        # A cooperative generation leaves moving partitions unassigned for one round; their old owner
+        # still holds them (its claim) until the second rebalance: not a reason to rejoin.
+        owned = [tp for member in view.members for tp in (*member.assigned, *member.claimed)]
         reason = audit_reason(unowned_partitions(topics, counts, owned))
         if reason is not None and self.watch is watch:
             watch.reported = True

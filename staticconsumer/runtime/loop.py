@@ -9,6 +9,7 @@ membership thread (thread.py); it is not thread-safe itself.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -21,6 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
 from staticconsumer.errors import (
+    ConsumerProtocolUnsupportedError,
     DecodeError,
     EncodeError,
     ErrorCode,
@@ -30,7 +32,8 @@ from staticconsumer.errors import (
 )
 from staticconsumer.leader import DescribedMember, GroupView
 from staticconsumer.membership import (
-    ClassicMachine,
+    AnyMachine,
+    ConsumerGroupMachine,
     FailureKind,
     GroupProtocol,
     MembershipObserver,
@@ -83,6 +86,17 @@ def encode_subscription(
     ).encode()
 
 
+def _claimed(metadata: bytes | None) -> tuple[TopicPartition, ...]:
+    """The partitions a member said it owned when it joined (cooperative members; empty for eager)."""
+    if not metadata:
+        return ()
+    try:
+        owned = Subscription.decode(metadata).owned_partitions
+    except Exception:
+        return ()
+    return tuple(TopicPartition(o.topic, p) for o in owned for p in o.partitions)
+
+
 def decode_assignment(data: bytes) -> list[TopicPartition]:
     """A SyncGroup assignment as partitions (an empty one means the leader gave this member nothing)."""
     return [TopicPartition(topic, partition) for topic, partition in assigned_partitions(data)]
@@ -94,7 +108,7 @@ class MembershipLoop:
     def __init__(
         self,
         *,
-        machine: ClassicMachine,
+        machine: AnyMachine,
         client: Any,
         owner: PartitionOwner,
         assignors: Sequence[assignor_lib.Assignor],
@@ -133,7 +147,12 @@ class MembershipLoop:
         self._commits: dict[int, CommitDone] = {}
         self._next_commit_id = 0
         self._task_group: TaskGroup | None = None
-        self._snapshot = MemberSnapshot(rebalance_protocol=machine.rebalance_protocol.value)
+        self._consumer_protocol = isinstance(machine, ConsumerGroupMachine)
+        """KIP-848: the broker assigns and resolves patterns; no client-side assignor, no leader duties."""
+        self._snapshot = MemberSnapshot(
+            rebalance_protocol=machine.rebalance_protocol.value,
+            group_protocol="consumer" if self._consumer_protocol else "classic",
+        )
         self.stopped = anyio.Event()
         self.stop_error: Exception | None = None
 
@@ -151,15 +170,23 @@ class MembershipLoop:
         """Hand an event to the loop; never blocks (the buffer is far larger than what is in flight)."""
         self._send.send_nowait(event)
 
-    def begin_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], done: CommitDone) -> None:
-        """Commit ``offsets``; ``done(error)`` is called with the machine's verdict."""
+    def begin_commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        done: CommitDone,
+        caller: object | None = None,
+    ) -> None:
+        """Commit ``offsets``; ``done(error)`` is called with the machine's verdict. ``caller`` rides on
+        the event for observers (the trace context the application committed in)."""
         if self.stopped.is_set():
             done(self.stop_error or StaticConsumerError("consumer stopped"))
             return
         self._next_commit_id += 1
         self._commits[self._next_commit_id] = done
         self.post(
-            events.CommitRequested(now=self.now(), commit_id=self._next_commit_id, offsets=dict(offsets))
+            events.CommitRequested(
+                now=self.now(), commit_id=self._next_commit_id, offsets=dict(offsets), caller=caller
+            )
         )
 
     def stop(self, leave_group: bool) -> None:
@@ -167,7 +194,42 @@ class MembershipLoop:
 
     def update_protocols(self, reason: str) -> None:
         """Rejoin with fresh subscription metadata (the subscription changed, or the leader rebalances)."""
-        self.post(events.UpdateProtocols(now=self.now(), protocols=self.protocols(), reason=reason))
+        topics, pattern = self._subscribed()
+        self.post(
+            events.UpdateProtocols(
+                now=self.now(), protocols=self.protocols(), reason=reason, topics=topics, pattern=pattern
+            )
+        )
+
+    def _subscribed(self) -> tuple[frozenset[str], str | None]:
+        """The subscription as the consumer protocol sends it: topic names, or the pattern itself (the
+        broker resolves it); the classic machine reads ``protocols()`` instead."""
+        pattern = self._topics.pattern
+        return self._topics.names, None if pattern is None else pattern.pattern
+
+    def resubscribe(self, reason: str) -> None:
+        """The application replaced the subscription (``Subscription.replace``): match a new pattern
+        against fresh metadata first, then rejoin with the new subscription metadata."""
+        self._spawn(lambda: self._resubscribe(reason))
+
+    async def _resubscribe(self, reason: str) -> None:
+        if self._topics.pattern is not None:
+            try:
+                self._topics.refresh(await _aiokafka.topic_partitions(self._client, None))
+            except Exception as error:  # matched at the next refresh instead
+                log.info("metadata for the new subscription pattern failed: %s", error)
+        self.update_protocols(reason)
+
+    async def committed(self, partitions: frozenset[TopicPartition]) -> Mapping[TopicPartition, int]:
+        """The group's committed offsets (-1: none), read on the coordinator connection; retried until
+        it succeeds (the caller bounds it)."""
+        return await self._fetch_committed(partitions)
+
+    def joining(self, join: actions.SendJoinGroup) -> actions.SendJoinGroup:
+        """The JoinGroup with the subscription encoded as the member joins (Java's ``metadata()``): what a
+        cooperative member still owns, the generation it owns it from, and the assignors' user data of
+        the assignment it last received. Encoded earlier, any of these would be stale."""
+        return dataclasses.replace(join, protocols=self.protocols())
 
     def protocols(self) -> tuple[GroupProtocol, ...]:
         topics = self._topics.topics
@@ -195,10 +257,14 @@ class MembershipLoop:
             async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
                 task_group.start_soon(self.duties.run)
-                if self._topics.pattern is not None:
+                if self._topics.pattern is not None and not self._consumer_protocol:
                     await self._refresh_pattern()
-                    task_group.start_soon(self._watch_pattern)
-                await self._step(events.Start(now=self.now(), protocols=self.protocols()))
+                if not self._consumer_protocol:
+                    task_group.start_soon(self._watch_pattern)  # idle until subscribe(pattern=...)
+                topics, pattern = self._subscribed()
+                await self._step(
+                    events.Start(now=self.now(), protocols=self.protocols(), topics=topics, pattern=pattern)
+                )
                 while not self.stopped.is_set():
                     deadline = self.machine.next_deadline()
                     event: events.Event | None = None
@@ -235,8 +301,10 @@ class MembershipLoop:
             leadership_guessed=m.leadership_guessed,
             protocol_name=m.protocol_name,
             rebalance_protocol=m.rebalance_protocol.value,
+            group_protocol=self._snapshot.group_protocol,
             assignment=m.assignment,
             fatal_error=m.fatal_error,
+            subscription=self._topics.topics,
         )
         if snapshot != self._snapshot:
             self._snapshot = snapshot
@@ -247,6 +315,8 @@ class MembershipLoop:
         self._task_group.start_soon(work)
 
     def _dispatch(self, action: actions.Action) -> None:
+        if isinstance(action, actions.SendJoinGroup):
+            action = self.joining(action)
         spec = REQUESTS.get(type(action))
         if spec is not None:
             self._spawn(lambda: self._request(action, spec))
@@ -306,6 +376,8 @@ class MembershipLoop:
                 node = _aiokafka.any_node(self._client)
             coordination = spec.to_coordinator
             versions = await _aiokafka.broker_versions(self._client, node, coordination=coordination)
+            if spec.check is not None:
+                spec.check(versions, node)
             api = spec.message.API_NAME
             version = _aiokafka.negotiated_version(versions, spec.message, self._version_caps.get(api))
             message = spec.build(action, version, self.config)
@@ -320,7 +392,13 @@ class MembershipLoop:
                 timeout_ms=spec.timeout_ms(action, self.config),
             )
             event = spec.answer(action, exchange.response, self.now())
-        except (UnsupportedVersionForFieldError, NoCommonApiVersionError) as error:
+            if spec.explain is not None:
+                event = spec.explain(event, versions, node)
+        except (
+            UnsupportedVersionForFieldError,
+            NoCommonApiVersionError,
+            ConsumerProtocolUnsupportedError,
+        ) as error:
             self._failed(token, FailureKind.UNSUPPORTED_VERSION, error)
         except EncodeError as error:
             self._failed(token, FailureKind.INVALID_REQUEST, error)
@@ -388,7 +466,7 @@ class MembershipLoop:
             await self._owner.assign(a.partitions, a.owned, a.generation, committed)
         except Exception:
             log.exception("assigning %d partitions failed in the application", len(a.partitions))
-        assignor = self._assignors.get(self.machine.protocol_name or "")
+        assignor = None if self._consumer_protocol else self._assignors.get(self.machine.protocol_name or "")
         if assignor is not None:
             assignor.on_assignment(
                 assignor_lib.MemberAssignment(
@@ -449,6 +527,7 @@ class MembershipLoop:
                 m.group_instance_id,
                 frozenset(subscribed_topics(m.member_metadata)) if m.member_metadata else frozenset(),
                 tuple(decode_assignment(m.member_assignment)),
+                _claimed(m.member_metadata),
             )
             for m in group.members
         )
@@ -465,6 +544,8 @@ class MembershipLoop:
         """Rejoin with a new subscription when topics matching the pattern appear or disappear."""
         while True:
             await anyio.sleep(self._refresh_seconds)
+            if self._topics.pattern is None:
+                continue
             try:
                 await self._refresh_pattern()
             except Exception as error:

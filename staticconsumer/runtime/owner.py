@@ -28,8 +28,12 @@ class MemberSnapshot:
     leadership_guessed: bool = False
     protocol_name: str | None = None
     rebalance_protocol: str = "eager"
+    group_protocol: str = "classic"
+    """``classic`` (JoinGroup/SyncGroup) or ``consumer`` (KIP-848's ConsumerGroupHeartbeat)."""
     assignment: Partitions = frozenset()
     fatal_error: Exception | None = None
+    subscription: frozenset[str] = frozenset()
+    """The topics subscribed at the last step (for a pattern, those it matched)."""
 
 
 class PartitionOwner(Protocol):

@@ -7,12 +7,24 @@ connection, or any broker for FindCoordinator). The loop sends every row the sam
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from staticconsumer._dataclass import dataclass
-from staticconsumer.membership import JoinGroupMember, MembershipConfig, TopicPartition, actions, events
+from staticconsumer.broker_support import check_consumer_protocol, consumer_protocol_refused
+from staticconsumer.errors import ErrorCode
+from staticconsumer.membership import (
+    IdPartitions,
+    JoinGroupMember,
+    MembershipConfig,
+    TopicPartition,
+    actions,
+    events,
+)
 from staticconsumer.protocol import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -24,6 +36,9 @@ from staticconsumer.protocol import (
     LeaveGroupResponse,
     MemberIdentity,
     Message,
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -31,9 +46,12 @@ from staticconsumer.protocol import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
+    TopicIdPartitions,
     coordinator_answer,
     find_group_coordinator,
 )
+
+Versions = Mapping[int, tuple[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +63,10 @@ class RequestSpec:
     answer: Callable[[Any, Any, float], events.Event]
     timeout_ms: Callable[[Any, MembershipConfig], int]
     to_coordinator: bool = True
+    check: Callable[[Versions, int], object] | None = None
+    """Refuse a broker before anything is built (raises a typed error the loop reports as unsupported)."""
+    explain: Callable[[Any, Versions, int], events.Event] | None = None
+    """Reword an answer with what only the broker's versions can tell (which Kafka refused, and why)."""
 
 
 def _request_timeout(action: Any, config: MembershipConfig) -> int:
@@ -62,8 +84,11 @@ def _find_coordinator(a: actions.FindCoordinator, version: int, config: Membersh
 
 def _found(a: actions.FindCoordinator, r: FindCoordinatorResponse, now: float) -> events.Event:
     code, node = coordinator_answer(r)
+    if code != 0:
+        return events.FindCoordinatorResponse(now=now, token=a.token, error_code=code)
+    host, port = (r.coordinators[0].host, r.coordinators[0].port) if r.coordinators else (r.host, r.port)
     return events.FindCoordinatorResponse(
-        now=now, token=a.token, error_code=code, node_id=node if code == 0 else None
+        now=now, token=a.token, error_code=code, node_id=node, host=host or None, port=port
     )
 
 
@@ -177,6 +202,74 @@ def _left(a: actions.SendLeaveGroup, r: LeaveGroupResponse, now: float) -> event
     return events.LeaveGroupResponse(now=now, token=a.token, error_code=code)
 
 
+def _consumer_heartbeat(
+    a: actions.SendConsumerGroupHeartbeat, version: int, config: MembershipConfig
+) -> Message:
+    return ConsumerGroupHeartbeatRequest(
+        group_id=config.group_id,
+        member_id=a.member_id,
+        member_epoch=a.member_epoch,
+        instance_id=a.instance_id,
+        rack_id=a.rack_id,
+        rebalance_timeout_ms=a.rebalance_timeout_ms,
+        subscribed_topic_names=None if a.subscribed_topic_names is None else list(a.subscribed_topic_names),
+        subscribed_topic_regex=a.subscribed_topic_regex,
+        server_assignor=a.server_assignor,
+        topic_partitions=None
+        if a.owned is None
+        else [TopicIdPartitions(topic_id=t.topic_id, partitions=list(t.partitions)) for t in a.owned],
+    )
+
+
+def _consumer_heartbeat_answered(
+    a: actions.SendConsumerGroupHeartbeat, r: ConsumerGroupHeartbeatResponse, now: float
+) -> events.Event:
+    assignment = (
+        None
+        if r.assignment is None
+        else tuple(IdPartitions(t.topic_id, tuple(t.partitions)) for t in r.assignment.topic_partitions)
+    )
+    return events.ConsumerGroupHeartbeatResponse(
+        now=now,
+        token=a.token,
+        error_code=r.error_code,
+        error_message=r.error_message,
+        member_id=r.member_id,
+        member_epoch=r.member_epoch,
+        heartbeat_interval_ms=r.heartbeat_interval_ms,
+        assignment=assignment,
+    )
+
+
+def _consumer_protocol_refused(
+    event: events.ConsumerGroupHeartbeatResponse, versions: Versions, node: int
+) -> events.Event:
+    """UNSUPPORTED_VERSION from a broker that advertises the API: the protocol is switched off there."""
+    if event.error_code != ErrorCode.UNSUPPORTED_VERSION:
+        return event
+    refusal = consumer_protocol_refused(versions, node, event.error_message)
+    return replace(event, error_message=str(refusal))
+
+
+def _resolve_topic_ids(a: actions.ResolveTopicIds, version: int, config: MembershipConfig) -> Message:
+    """By id (v12+); an older broker is asked for every topic, whose answers carry their ids (v10+)."""
+    if version < 12:
+        return MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    return MetadataRequest(
+        topics=[MetadataRequestTopic(topic_id=t, name=None) for t in sorted(a.topic_ids, key=str)],
+        allow_auto_topic_creation=False,
+    )
+
+
+def _topic_ids_resolved(a: actions.ResolveTopicIds, r: MetadataResponse, now: float) -> events.Event:
+    names = {
+        t.topic_id: t.name
+        for t in r.topics
+        if t.error_code == ErrorCode.NONE and t.name and t.topic_id in a.topic_ids
+    }
+    return events.TopicIdsResolved(now=now, token=a.token, names=names)
+
+
 REQUESTS: dict[type[actions.Action], RequestSpec] = {
     actions.FindCoordinator: RequestSpec(
         FindCoordinatorRequest, _find_coordinator, _found, _request_timeout, to_coordinator=False
@@ -186,5 +279,16 @@ REQUESTS: dict[type[actions.Action], RequestSpec] = {
     actions.SendHeartbeat: RequestSpec(HeartbeatRequest, _heartbeat, _heartbeat_answered, _request_timeout),
     actions.SendOffsetCommit: RequestSpec(OffsetCommitRequest, _commit, _committed, _request_timeout),
     actions.SendLeaveGroup: RequestSpec(LeaveGroupRequest, _leave, _left, _request_timeout),
+    actions.SendConsumerGroupHeartbeat: RequestSpec(
+        ConsumerGroupHeartbeatRequest,
+        _consumer_heartbeat,
+        _consumer_heartbeat_answered,
+        lambda a, c: a.request_timeout_ms,
+        check=check_consumer_protocol,
+        explain=_consumer_protocol_refused,
+    ),
+    actions.ResolveTopicIds: RequestSpec(
+        MetadataRequest, _resolve_topic_ids, _topic_ids_resolved, _request_timeout, to_coordinator=False
+    ),
 }
 """Every request action the machine emits (a new one must be added here, or the loop refuses it)."""

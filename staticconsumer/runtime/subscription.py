@@ -14,6 +14,18 @@ class Subscription:
         self.pattern = re.compile(pattern) if pattern else None
         self._matched: frozenset[str] = frozenset()
 
+    def replace(self, topics: Iterable[str] = (), pattern: str | None = None) -> None:
+        """Subscribe to something else (``consumer.subscribe``/``unsubscribe``). Called on the membership
+        thread, which reads this object; a new pattern matches nothing until the next ``refresh``."""
+        self.names = frozenset(topics)
+        self.pattern = re.compile(pattern) if pattern else None
+        self._matched = frozenset()
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing subscribed: no topic and no pattern (aiokafka's consumer started before subscribe())."""
+        return not self.names and self.pattern is None
+
     @property
     def topics(self) -> frozenset[str]:
         """The topics subscribed right now (for a pattern, those it matched at the last refresh)."""

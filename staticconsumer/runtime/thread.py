@@ -18,16 +18,26 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import assignors as assignor_lib
-from staticconsumer import _aiokafka
-from staticconsumer.errors import ConsumerStoppedError, StaticMembershipUnsupportedError
+from staticconsumer import _aiokafka, connection
+from staticconsumer.broker_support import ensure_consumer_protocol
+from staticconsumer.errors import (
+    ConsumerStoppedError,
+    ErrorCode,
+    RequestTimedOutError,
+    StaticMembershipUnsupportedError,
+    broker_error,
+)
 from staticconsumer.membership import (
+    AnyMachine,
     MembershipConfig,
     MembershipObserver,
     OffsetAndMetadata,
@@ -38,18 +48,25 @@ from staticconsumer.membership import (
     new_machine,
 )
 from staticconsumer.protocol import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     HeartbeatRequest,
     JoinGroupRequest,
     Message,
     OffsetCommitRequest,
     SyncGroupRequest,
     subscribed_topics,
+    uuid_text,
 )
 from staticconsumer.settings import Settings
 
+from .assignment import rebalance_protocol_of
+from .instance_lock import InstanceLock
 from .loop import MembershipLoop, decode_assignment
+from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner, Partitions
 from .subscription import Subscription
+from .topics import TopicWatch
 
 log = logging.getLogger("staticconsumer.runtime")
 
@@ -82,6 +99,16 @@ async def check_static_membership_supported(client: Any) -> None:
             )
 
 
+def new_member_id() -> str:
+    """A consumer-protocol member id, generated once per member as Java does (KIP-1082): a random Kafka Uuid
+    in its text form, never one starting with '-' (Kafka's Uuid.randomUuid rule, so it cannot read as a
+    command-line option)."""
+    while True:
+        text = uuid_text(uuid.uuid4())
+        if not text.startswith("-"):
+            return text
+
+
 def _settle(verdict: concurrent.futures.Future[Exception | None]) -> Callable[[Exception | None], None]:
     """Set a commit's verdict once (the loop's answer and the thread's end may race)."""
 
@@ -92,13 +119,30 @@ def _settle(verdict: concurrent.futures.Future[Exception | None]) -> Callable[[E
     return settle
 
 
+def _resolve(future: concurrent.futures.Future[Any], value: Any) -> None:
+    """Set a start-up future unless it is settled already (or the waiting start() was cancelled)."""
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: concurrent.futures.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
 class _OnApplicationLoop:
     """The application's PartitionOwner as the membership thread calls it: each call runs on the
     application's loop, in the order made; awaiting the result never blocks the membership loop."""
 
-    def __init__(self, owner: PartitionOwner, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        owner: PartitionOwner,
+        loop: asyncio.AbstractEventLoop,
+        explain: Callable[[Exception], Exception] = lambda error: error,
+    ) -> None:
         self._owner = owner
         self._loop = loop
+        self._explain = explain
 
     def _later(self, call: Callable[..., Any], *args: Any) -> None:
         if not self._loop.is_closed():
@@ -136,6 +180,8 @@ class _OnApplicationLoop:
         await self._run(self._owner.assign(partitions, owned, generation, committed))
 
     def membership_changed(self, snapshot: MemberSnapshot) -> None:
+        if snapshot.fatal_error is not None:
+            snapshot = dataclasses.replace(snapshot, fatal_error=self._explain(snapshot.fatal_error))
         self._later(self._owner.membership_changed, snapshot)
 
 
@@ -149,17 +195,20 @@ class MembershipThread:
         owner: PartitionOwner,
         assignors: Sequence[assignor_lib.Assignor],
         subscription: Subscription,
-        rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER,
+        rebalance_protocol: RebalanceProtocol | None = None,
         observers: Sequence[MembershipObserver] = (),
         on_request: Callable[[str, int, Message], None] | None = None,
         version_caps: Mapping[str, int] | None = None,
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
+        monitor: connection.ConnectionMonitor | None = None,
     ) -> None:
         self._settings = settings
+        self._monitor = monitor
         self._owner = owner
         self._assignors = tuple(assignors)
         self._subscription = subscription
-        self._rebalance_protocol = rebalance_protocol
+        self._rebalance_protocol = rebalance_protocol or rebalance_protocol_of(self._assignors)
+        """Chosen once, from the assignors, as Java's ConsumerCoordinator chooses it."""
         self._observers = tuple(observers)
         self._on_request = on_request
         self._version_caps = dict(version_caps or {})
@@ -167,14 +216,27 @@ class MembershipThread:
         self._config = MembershipConfig.from_settings(
             settings, decode_assignment=decode_assignment, decode_subscription=subscribed_topics
         )
+        self._member_id = new_member_id() if settings.group_protocol == "consumer" else None
+        """KIP-1082: the client's own member id, for the life of this consumer (consumer protocol)."""
+        self._instance_lock: InstanceLock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._membership: MembershipLoop | None = None
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._answered: concurrent.futures.Future[str] = concurrent.futures.Future()
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
         self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
         self._last_poll_posted = float("-inf")
         self._app_loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
+        self._running = False
+        """The machine runs (it waits for a first subscription when started without one)."""
+        self._subscribed: asyncio.Event | None = None
+        self._stop_early: asyncio.Event | None = None
+        self._topic_watch: TopicWatch | None = None
+        self._explained: dict[int, tuple[Exception, Exception]] = {}
+        self.bootstrapped_from: str | None = None
+        """The bootstrap server that answered first (``host:port``), once started."""
         self._thread = threading.Thread(
             target=self._main, name=f"staticconsumer-membership-{settings.group_id}", daemon=True
         )
@@ -182,12 +244,18 @@ class MembershipThread:
     # -- the application's side ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the thread and wait until it has bootstrapped (its errors are raised here)."""
+        """Start the thread and wait until it has bootstrapped and checked access (its errors are
+        raised here)."""
         app_loop = asyncio.get_running_loop()
-        self._owner = _OnApplicationLoop(self._owner, app_loop)
+        self._owner = _OnApplicationLoop(self._owner, app_loop, self._explain)
         self._app_loop = app_loop
         self._thread.start()
         await asyncio.wrap_future(self._ready)
+
+    async def bootstrapped(self) -> str:
+        """The bootstrap server that answered (``host:port``), as soon as it did (before the access
+        check), so the fetcher can bootstrap meanwhile; raises what ended the start before it."""
+        return await asyncio.wrap_future(self._answered)
 
     @property
     def snapshot(self) -> MemberSnapshot:
@@ -210,24 +278,130 @@ class MembershipThread:
         assert membership is not None
         self._call(membership.post, event)
 
+    @property
+    def missing_topics(self) -> frozenset[str]:
+        """Subscribed topics that did not exist at the last check."""
+        watch = self._topic_watch
+        return watch.missing.missing if watch is not None else frozenset()
+
     def poll_called(self) -> None:
         """The application polled: told to the membership at most every 50 ms (max.poll.interval: minutes)."""
         now = time.monotonic()
+        if not self._running:
+            return  # no machine yet (nothing subscribed): there is no poll deadline to keep
         if now - self._last_poll_posted >= POLL_REPORT_INTERVAL:
             self._last_poll_posted = now
             self._post(events.PollCalled(now=now))
 
-    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        """Commit and wait for the verdict; raises what the machine decided (fenced, rebalancing, ...)."""
+    async def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], caller: object | None = None
+    ) -> None:
+        """Commit and wait for the verdict; raises what the machine decided (fenced, rebalancing, ...).
+        ``caller`` (the application's trace context) is handed to the observers with the request."""
         membership = self._membership
         assert membership is not None
         verdict: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
         self._verdicts.add(verdict)
         verdict.add_done_callback(self._verdicts.discard)
-        self._call(membership.begin_commit, dict(offsets), _settle(verdict))
+        self._call(membership.begin_commit, dict(offsets), _settle(verdict), caller)
         error = await asyncio.wrap_future(verdict)
         if error is not None:
-            raise error
+            raise self._explain(error, frozenset(tp.topic for tp in offsets))
+
+    async def committed(self, partitions: frozenset[TopicPartition]) -> Mapping[TopicPartition, int]:
+        """The group's committed offsets of ``partitions`` (-1: none), within request.timeout.ms."""
+        loop = self._loop
+        if loop is None or self._membership is None or self._done.done() or loop.is_closed():
+            raise ConsumerStoppedError("the consumer's membership has stopped")
+        answer = asyncio.run_coroutine_threadsafe(self._committed(partitions), loop)
+        try:
+            return await asyncio.wrap_future(answer)
+        except asyncio.CancelledError:
+            answer.cancel()
+            raise
+
+    async def _committed(self, partitions: frozenset[TopicPartition]) -> Mapping[TopicPartition, int]:
+        membership = self._membership
+        assert membership is not None
+        settings = self._settings
+        try:
+            async with asyncio.timeout(settings.request_timeout_ms / 1000):
+                if self._running:
+                    return await membership.committed(partitions)
+                found = await _aiokafka.send(  # no machine yet, so no coordinator: look it up
+                    self._client,
+                    _aiokafka.any_node(self._client),
+                    FindCoordinatorRequest(key=settings.group_id),
+                    coordination=False,
+                    max_version=3,
+                )
+                answer = found.response_as(FindCoordinatorResponse)
+                if answer.error_code != ErrorCode.NONE:
+                    raise self._explain(
+                        broker_error(answer.error_code, f"FindCoordinator for group {settings.group_id!r}")
+                    )
+                return await fetch_committed(
+                    self._client,
+                    settings.group_id,
+                    partitions,
+                    coordinator=lambda: answer.node_id,
+                    coordinator_moved=lambda: None,
+                    backoff=membership.machine.backoff,
+                    request_timeout_ms=settings.request_timeout_ms,
+                )
+        except TimeoutError:
+            raise RequestTimedOutError(
+                f"the committed offsets of group {settings.group_id!r} could not be read within "
+                f"request.timeout.ms ({settings.request_timeout_ms} ms): its coordinator did not answer"
+            ) from None
+
+    def change_subscription(self, topics: frozenset[str], pattern: str | None, reason: str) -> None:
+        """Subscribe to other topics or another pattern (``consumer.subscribe``/``unsubscribe``) and
+        rejoin with them. The Subscription is replaced on the membership thread, which reads it."""
+        if self._loop is None:  # the thread has not started running: it reads the subscription later
+            self._subscription.replace(topics, pattern)
+            return
+        self._call(self._subscription_changed, topics, pattern, reason)
+
+    def _subscription_changed(self, topics: frozenset[str], pattern: str | None, reason: str) -> None:
+        self._subscription.replace(topics, pattern)
+        if self._monitor is not None:
+            self._monitor.watch_topics(topics)
+        if self._topic_watch is not None:
+            self._topic_watch.wake()
+        if self._running and self._membership is not None:
+            self._membership.resubscribe(reason)
+        elif self._subscribed is not None and not self._subscription.is_empty:
+            self._subscribed.set()
+
+    def _explain(self, error: Exception, topics: frozenset[str] | None = None) -> Exception:
+        """Authorization failures from the membership, with the missing ACL named (the same object
+        for the same error, so every later call raises one exception). ``topics``: those the failed
+        request named (a commit's), else the subscription's."""
+        known = self._explained.get(id(error))
+        if known is not None and known[0] is error:
+            return known[1]
+        named = self._subscription.topics if topics is None else topics
+        explained = connection.explain_authorization(error, self._settings, self._settings.group_id, named)
+        if explained is not error:
+            self._explained[id(error)] = (error, explained)
+        return explained
+
+    def _report_topics(self, change: connection.TopicsChange) -> None:
+        from staticconsumer.telemetry.topics import report_missing_topics  # only when it happens
+
+        report_missing_topics(
+            self._observers,
+            group_id=self._settings.group_id,
+            missing=change.missing,
+            newly_missing=change.newly_missing,
+            appeared=change.appeared,
+        )
+
+    def _unrecoverable(self, error: Exception) -> None:
+        membership = self._membership
+        if membership is not None:
+            membership.post(events.Unrecoverable(now=time.monotonic(), error=error))
 
     def update_subscription(self, reason: str) -> None:
         """The subscription changed: rejoin with the new metadata."""
@@ -243,7 +417,7 @@ class MembershipThread:
         """
         if self._membership is not None and not self._done.done():
             with contextlib.suppress(ConsumerStoppedError):
-                self._call(self._membership.stop, leave_group)
+                self._call(self._begin_stop, leave_group)
         try:
             return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._done)), grace_seconds)
         except TimeoutError:
@@ -267,8 +441,8 @@ class MembershipThread:
         except BaseException as failure:  # the thread must always report its end
             log.exception("the membership thread of group %s failed", self._settings.group_id)
             error = failure if isinstance(failure, Exception) else None
-            if not self._ready.done():
-                self._ready.set_exception(failure)
+            _fail(self._ready, failure)
+            _fail(self._answered, failure)
         finally:
             membership = self._membership
             if membership is not None and error is None:
@@ -280,17 +454,37 @@ class MembershipThread:
     async def _run(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
+        self._subscribed = asyncio.Event()
+        self._stop_early = asyncio.Event()
         settings = self._settings
-        client = _aiokafka.new_client(
+        client = self._client = _aiokafka.new_client(
             max_response_bytes=settings.response_limits()[0], **settings.aiokafka_client_kwargs()
         )
+        tasks: list[asyncio.Future[Any]] = []
         try:
             try:
-                await client.bootstrap()
-                if settings.group_instance_id is not None:
+                # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
+                self.bootstrapped_from = await connection.bootstrap(client, settings)
+                _resolve(self._answered, self.bootstrapped_from)
+                if settings.group_protocol == "consumer":
+                    # A clear error naming the broker's release rather than a refusal at the first heartbeat;
+                    # the coordinator itself is checked again by every heartbeat (requests.py).
+                    await ensure_consumer_protocol(client, _aiokafka.any_node(client))
+                elif settings.group_instance_id is not None:
                     await check_static_membership_supported(client)
+                watch = self._topic_watch = TopicWatch(
+                    client=client,
+                    settings=settings,
+                    subscription=self._subscription,
+                    report=self._report_topics,
+                )
+                named = self._subscription.names if self._subscription.pattern is None else frozenset()
+                access = await connection.check_access(
+                    client, settings, topics=sorted(named), group_id=settings.group_id
+                )
+                watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
                 self._membership = MembershipLoop(
-                    machine=new_machine(self._config, self._rebalance_protocol),
+                    machine=self._new_machine(),
                     client=client,
                     owner=self._owner,
                     assignors=self._assignors,
@@ -303,15 +497,33 @@ class MembershipThread:
                     version_caps=self._version_caps,
                 )
             except BaseException as error:
-                self._ready.set_exception(error)
+                _fail(self._ready, error)
+                _fail(self._answered, error)
                 return
-            self._ready.set_result(None)
-            watch = asyncio.ensure_future(self._watch_application())
+            if self._monitor is not None:
+                self._monitor.watch(client)
+                self._monitor.watch_topics(named)
+                self._monitor.install()
+                tasks.append(asyncio.ensure_future(self._monitor.run(client)))
+            log.info(
+                "group %s: %s rebalance protocol (assignors %s)",
+                settings.group_id,
+                self._rebalance_protocol.value,
+                ", ".join(a.name for a in self._assignors),
+            )
+            _resolve(self._ready, None)
+            tasks.append(asyncio.ensure_future(self._watch_application()))
+            if self._subscription.is_empty and not await self._first_subscription():
+                return
+            tasks.append(asyncio.ensure_future(watch.run(self._unrecoverable)))
+            self._running = True
             try:
                 await self._membership.run()
             finally:
-                watch.cancel()
+                self._running = False
         finally:
+            for task in tasks:
+                task.cancel()
             for close in self._closers:
                 try:
                     await close()
@@ -319,6 +531,52 @@ class MembershipThread:
                     log.exception("closing %r at the end of membership failed", close)
             with contextlib.suppress(Exception):
                 await client.close()
+            if self._instance_lock is not None:
+                self._instance_lock.release()
+
+    def _new_machine(self) -> AnyMachine:
+        settings = self._settings
+        if settings.group_protocol != "consumer":
+            return new_machine(self._config, self._rebalance_protocol)
+        assert self._member_id is not None
+        evidence = None
+        if settings.group_instance_id is not None:
+            self._instance_lock = InstanceLock.acquire(
+                cluster=",".join(sorted(settings.bootstrap_servers)),
+                group=settings.group_id,
+                instance_id=settings.group_instance_id,
+                member_id=self._member_id,
+            )
+            evidence = self._instance_lock.evidence
+        log.info(
+            "group %s: consumer protocol (KIP-848), member id %s%s",
+            settings.group_id,
+            self._member_id,
+            "" if settings.group_instance_id is None else f", instance id {settings.group_instance_id}",
+        )
+        return new_machine(
+            self._config, group_protocol="consumer", member_id=self._member_id, evidence=evidence
+        )
+
+    async def _first_subscription(self) -> bool:
+        """Started before subscribe() (as aiokafka allows): join only once there is something to join
+        with, since a static member that joined with nothing and then rejoined would rebalance its group.
+        False when stopped first."""
+        assert self._subscribed is not None
+        assert self._stop_early is not None
+        subscribed = asyncio.ensure_future(self._subscribed.wait())
+        stopped = asyncio.ensure_future(self._stop_early.wait())
+        await asyncio.wait({subscribed, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        subscribed.cancel()
+        stopped.cancel()
+        return not self._stop_early.is_set()
+
+    def _begin_stop(self, leave_group: bool) -> None:
+        """Stop the machine, or, if it never started (nothing was subscribed), end at once."""
+        if self._running and self._membership is not None:
+            self._membership.stop(leave_group)
+        elif self._stop_early is not None:
+            self._stop_early.set()
 
     async def _watch_application(self) -> None:
         """An application that exits without stop() leaves no orphan member heartbeating forever."""
@@ -327,5 +585,5 @@ class MembershipThread:
             app_loop = self._app_loop
             if app_loop is not None and app_loop.is_closed() and self._membership is not None:
                 log.warning("the application's event loop closed without stop(); stopping membership")
-                self._membership.stop(leave_group=False)
+                self._begin_stop(leave_group=False)
                 return

@@ -848,7 +848,9 @@ def _unknown_keywords(overrides: Mapping[str, object]) -> list[SettingProblem]:
         close = difflib.get_close_matches(keyword, list(SPEC_BY_FIELD), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
         secretish = _SECRET_LOOKING.search(keyword) or (close and SPEC_BY_FIELD[close[0]].secret)
-        value = MASK if secretish else _show(overrides[keyword], None)
+        # None and functions hold no secret (key_deserializer=None is not a password): shown as they are.
+        could_hide = overrides[keyword] is not None and not callable(overrides[keyword])
+        value = MASK if secretish and could_hide else _show(overrides[keyword], None)
         problems.append(SettingProblem(f"{keyword} (keyword argument)", value, f"not a setting{hint}"))
     return problems
 

@@ -21,11 +21,13 @@ from staticconsumer.membership import MembershipObserver, MemberView
 from staticconsumer.membership.actions import Action
 from staticconsumer.membership.events import Event
 
+from .deferred import DeferredRecordTracer, RecordLoop, caller_context
+
 if TYPE_CHECKING:
     from . import attributes
     from .instruments import partition_lag
     from .observer import TelemetryObserver, error_type_of, error_type_of_code
-    from .records import ProcessParent, RecordLoop, RecordTracer, caller_context
+    from .records import ProcessParent, RecordTracer
 
 _LAZY = {
     "attributes": ".attributes",
@@ -34,9 +36,7 @@ _LAZY = {
     "error_type_of": ".observer",
     "error_type_of_code": ".observer",
     "ProcessParent": ".records",
-    "RecordLoop": ".records",
     "RecordTracer": ".records",
-    "caller_context": ".records",
 }
 
 
@@ -104,7 +104,33 @@ def telemetry_observers(
     return (telemetry,)
 
 
+def record_tracer(
+    telemetry: bool | MembershipObserver, **options: Any
+) -> RecordTracer | DeferredRecordTracer | None:
+    """What ``StaticConsumer(telemetry=...)`` means for records (``options``: ``RecordTracer``'s).
+
+    None with False; a ``TelemetryObserver`` given as ``telemetry`` lends its providers, any other
+    observer leaves them global. A ``RecordTracer`` when OpenTelemetry is in use already, else a
+    :class:`DeferredRecordTracer` that builds one once it is.
+    """
+    if telemetry is False:
+        return None
+    observer_module = sys.modules.get(f"{__name__}.observer")  # a TelemetryObserver imported it
+    if observer_module is not None and isinstance(telemetry, observer_module.TelemetryObserver):
+        options = {
+            **options,
+            "tracer_provider": telemetry.tracer_provider,
+            "meter_provider": telemetry.meter_provider,
+        }
+    if opentelemetry_in_use():
+        from .records import RecordTracer
+
+        return RecordTracer(**options)
+    return DeferredRecordTracer(**options)
+
+
 __all__ = [
+    "DeferredRecordTracer",
     "DeferredTelemetryObserver",
     "ProcessParent",
     "RecordLoop",
@@ -116,5 +142,6 @@ __all__ = [
     "error_type_of_code",
     "opentelemetry_in_use",
     "partition_lag",
+    "record_tracer",
     "telemetry_observers",
 ]

@@ -47,6 +47,8 @@ REQUEST_OUTCOME: Final = "staticconsumer.request.outcome"
 REBALANCE_KIND: Final = "staticconsumer.rebalance.kind"
 REBALANCE_OUTCOME: Final = "staticconsumer.rebalance.outcome"
 REBALANCE_REASON: Final = "staticconsumer.rebalance.reason"
+REBALANCE_PROTOCOL: Final = "staticconsumer.rebalance.protocol"
+"""How the member moves partitions under the classic protocol: ``eager`` or ``cooperative`` (KIP-429)."""
 GENERATION_BEFORE: Final = "staticconsumer.rebalance.generation.before"
 GENERATION_AFTER: Final = "staticconsumer.rebalance.generation.after"
 LEADER: Final = "staticconsumer.rebalance.leader"
@@ -83,18 +85,44 @@ COMMIT_APPLICATION: Final = "application"
 COMMIT_RELEASE: Final = "release"
 
 # -- span and event names ---------------------------------------------------------------------------
+# Spans are named ``{operation} {destination}`` as the messaging conventions name them: the group for
+# membership spans (what the coordinator's requests are about), the topic for commits and records.
 
-SPAN_JOIN_GROUP: Final = "JoinGroup"
-SPAN_SYNC_GROUP: Final = "SyncGroup"
-SPAN_FIND_COORDINATOR: Final = "FindCoordinator"
-SPAN_HEARTBEAT: Final = "Heartbeat"
+OPERATION_JOIN_GROUP: Final = "JoinGroup"
+OPERATION_SYNC_GROUP: Final = "SyncGroup"
+OPERATION_FIND_COORDINATOR: Final = "FindCoordinator"
+OPERATION_HEARTBEAT: Final = "Heartbeat"
+OPERATION_CONSUMER_GROUP_HEARTBEAT: Final = "ConsumerGroupHeartbeat"
+"""The group requests' ``messaging.operation.name``: Kafka's API name, as the Kafka conventions do for
+requests that have no convention of their own."""
+FENCED: Final = "fenced"
+
+SPAN_JOIN: Final = f"{KIND_JOIN} {{group}}"
+SPAN_REBALANCE: Final = f"{KIND_REBALANCE} {{group}}"
+SPAN_REJOIN: Final = f"{KIND_REJOIN} {{group}}"
+SPAN_JOIN_GROUP: Final = f"{OPERATION_JOIN_GROUP} {{group}}"
+SPAN_SYNC_GROUP: Final = f"{OPERATION_SYNC_GROUP} {{group}}"
+SPAN_FIND_COORDINATOR: Final = f"{OPERATION_FIND_COORDINATOR} {{group}}"
+SPAN_CONSUMER_GROUP_HEARTBEAT: Final = f"{OPERATION_CONSUMER_GROUP_HEARTBEAT} {{group}}"
+"""The consumer protocol's (KIP-848) join, and the release of an earlier holder's place, in a (re)join."""
+SPAN_HEARTBEAT: Final = f"{OPERATION_HEARTBEAT} {{group}}"
 """Only failed heartbeats get a span: one every few seconds for a healthy member would be noise."""
-SPAN_COMMIT: Final = OPERATION_COMMIT
-SPAN_FENCED: Final = "fenced"
+SPAN_COMMIT: Final = f"{OPERATION_COMMIT} {{topic}}"
+"""``commit`` alone when the offsets are of several topics."""
+SPAN_FENCED: Final = f"{FENCED} {{group}}"
 """Fallback span for a fencing that no request span can carry (not expected; kept so it is never lost)."""
 
 EVENT_HEARTBEAT_FAILED: Final = "staticconsumer.heartbeat.failed"
 EVENT_FENCED: Final = "staticconsumer.fenced"
+
+SPAN_TOPICS_MISSING: Final = "missing topics"
+"""One span each time the set of subscribed topics that do not exist changes (telemetry/topics.py)."""
+TOPICS_MISSING: Final = "staticconsumer.topics.missing"
+"""Attribute of that span: every subscribed topic missing after the change (empty: all exist now)."""
+TOPICS: Final = "staticconsumer.topics"
+"""Attribute of its events: the topics that went missing, or that appeared."""
+EVENT_TOPICS_MISSING: Final = "staticconsumer.topics.not_found"
+EVENT_TOPICS_APPEARED: Final = "staticconsumer.topics.appeared"
 
 # -- metric names -----------------------------------------------------------------------------------
 
@@ -200,7 +228,7 @@ def _each(*names: str) -> str:
 
 SPANS: Final[tuple[SpanDoc, ...]] = (
     SpanDoc(
-        _c(KIND_JOIN, KIND_REBALANCE, KIND_REJOIN),
+        _c(SPAN_JOIN, SPAN_REBALANCE, SPAN_REJOIN),
         "INTERNAL",
         "the first sign of the (re)join (the revoke callback of an eager rebalance, the lost partitions of "
         "a member dropped by the coordinator, else the first JoinGroup) → the SyncGroup that makes the "
@@ -218,11 +246,19 @@ SPANS: Final[tuple[SpanDoc, ...]] = (
     ),
     SpanDoc(_c(SPAN_SYNC_GROUP), "CLIENT", "request → answer", "the (re)join"),
     SpanDoc(
+        _c(SPAN_CONSUMER_GROUP_HEARTBEAT),
+        "CLIENT",
+        "request → answer, for the consumer protocol's joins at epoch 0 and releases of an earlier "
+        "holder's place (epoch -2); its other heartbeats are `Heartbeat` spans when they fail",
+        "the (re)join",
+    ),
+    SpanDoc(
         _c(SPAN_COMMIT),
         "CLIENT",
         "`commit()` (or auto-commit) → its verdict, also when refused locally; a release commit (after the "
-        "revoke callback) → its answer",
-        "the rebalance for a release commit during one, else none",
+        "revoke callback) → its answer. `commit` alone when the offsets are of several topics",
+        "the span current where `commit()` was awaited, if any; the rebalance for a release commit during "
+        "one; else none (auto-commit)",
     ),
     SpanDoc(
         _c(SPAN_HEARTBEAT),
@@ -235,6 +271,13 @@ SPANS: Final[tuple[SpanDoc, ...]] = (
         _c(SPAN_FENCED),
         "INTERNAL",
         "a fencing no request span could carry (not expected; kept so a fencing is never lost)",
+        "none",
+    ),
+    SpanDoc(
+        _c(SPAN_TOPICS_MISSING),
+        "INTERNAL",
+        "zero-length, each time the set of subscribed topics that do not exist changes (ERROR status while "
+        "any is missing)",
         "none",
     ),
     SpanDoc(
@@ -257,10 +300,12 @@ EVENTS: Final[tuple[EventDoc, ...]] = (
     EventDoc(
         _c(EVENT_FENCED),
         "the span of the request that was answered FENCED_INSTANCE_ID (`JoinGroup`, `SyncGroup`, "
-        "`Heartbeat` or `commit`)",
+        "`Heartbeat` or `commit`), else a `fenced` span",
         f"`{ERROR_TYPE}=FENCED_INSTANCE_ID` and the identity attributes",
     ),
     EventDoc(_c(EVENT_HEARTBEAT_FAILED), "the failed `Heartbeat` span", _c(ERROR_TYPE)),
+    EventDoc(_c(EVENT_TOPICS_MISSING), "`missing topics`: subscribed topics went missing", _c(TOPICS)),
+    EventDoc(_c(EVENT_TOPICS_APPEARED), "`missing topics`: missing topics exist now", _c(TOPICS)),
     EventDoc(
         "`exception`",
         "a `process` span whose record's handling raised",
@@ -306,6 +351,12 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "rebalancing`; absent on a first join",
     ),
     AttributeDoc(
+        _c(REBALANCE_PROTOCOL),
+        "(re)join",
+        "how the member moves partitions: `eager` (everything revoked before it rejoins) or "
+        "`cooperative` (KIP-429: only what moves is revoked, after SyncGroup)",
+    ),
+    AttributeDoc(
         _c(GENERATION_BEFORE), "(re)join", "the generation the member last was STABLE in; -1 for a first join"
     ),
     AttributeDoc(_c(GENERATION_AFTER), "(re)join", "the generation it is STABLE in now"),
@@ -337,20 +388,22 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     ),
     AttributeDoc(
         _c(MESSAGING_OPERATION_NAME, MESSAGING_OPERATION_TYPE),
-        "`commit`, `poll`, `process`; `messaging.*` metrics (the name only)",
+        "`commit`, `poll`, `process`; the name only on the group requests and the `messaging.*` metrics",
         f"`{OPERATION_COMMIT}` / `{OPERATION_TYPE_SETTLE}`, `{OPERATION_POLL}` / `{OPERATION_TYPE_RECEIVE}`, "
-        f"`{OPERATION_PROCESS}` / `{OPERATION_TYPE_PROCESS}`",
+        f"`{OPERATION_PROCESS}` / `{OPERATION_TYPE_PROCESS}`; the API name on "
+        f"`{OPERATION_FIND_COORDINATOR}`, `{OPERATION_JOIN_GROUP}`, `{OPERATION_SYNC_GROUP}`, "
+        f"`{OPERATION_HEARTBEAT}`",
     ),
     AttributeDoc(
         _c(MESSAGING_DESTINATION_NAME),
-        "`process`; `poll` and its metrics when all its records are of one topic (else on each link); "
-        "`consumed.messages`, `process.duration`, `consumer.lag`",
+        "`process`; `poll`, `commit` and their `operation.duration` when all records or offsets are of one "
+        "topic (else on each link of a poll); `consumed.messages`, `process.duration`, `consumer.lag`",
         "the topic",
     ),
     AttributeDoc(
         _c(MESSAGING_DESTINATION_PARTITION_ID),
-        "`process`; `poll` when all its records are of one partition (else on each link); "
-        "`consumed.messages`, `process.duration`, `consumer.lag`",
+        "`process`; `poll` and `commit` when all records or offsets are of one partition (else on each link "
+        "of a poll); `consumed.messages`, `process.duration`, `consumer.lag`",
         'the partition number, as a string (`"3"`)',
     ),
     AttributeDoc(_c(MESSAGING_KAFKA_OFFSET), "`process`; each link of `poll`", "the record's offset"),
@@ -366,8 +419,11 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     AttributeDoc(_c(MESSAGING_BATCH_MESSAGE_COUNT), "`poll`", "records the poll returned"),
     AttributeDoc(
         _c(SERVER_ADDRESS, SERVER_PORT),
-        "`poll`; `consumed.messages` and `operation.duration` of a poll",
-        "the first bootstrap server, as configured (no DNS lookup)",
+        f"`poll`, `{OPERATION_JOIN_GROUP}`, `{OPERATION_SYNC_GROUP}`, `{OPERATION_HEARTBEAT}`, "
+        "`commit` (when sent); `consumed.messages` of a poll, `operation.duration`",
+        "a poll: the first bootstrap server, as configured (no DNS lookup); the group requests and commits: "
+        "the coordinator, as FindCoordinator answered (FindCoordinator itself goes to whichever broker the "
+        "client picks: none recorded)",
     ),
     AttributeDoc(
         _c(COMMIT_KIND), "`commit`; `commit.duration`", f"`{COMMIT_APPLICATION}` or `{COMMIT_RELEASE}`"
@@ -379,6 +435,10 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "`rebalance`, `stop`, `membership lost`, `poll timeout`, `fenced`, `fatal error`",
     ),
     AttributeDoc(_c(CALLBACK), "`callback.duration`", "`assigned`, `revoked`, `lost`"),
+    AttributeDoc(
+        _c(TOPICS_MISSING), "`missing topics`", "every subscribed topic missing after the change (or none)"
+    ),
+    AttributeDoc(_c(TOPICS), "the `missing topics` events", "the topics that went missing, or appeared"),
     AttributeDoc(
         _c(ERROR_TYPE),
         "failed spans, events, failure metrics, `process.duration` of a failed record",
@@ -474,11 +534,14 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "`s`",
         "",
         _each(MESSAGING_OPERATION_NAME)
-        + f" (`{OPERATION_POLL}`), "
+        + f" (`{OPERATION_POLL}`, `{OPERATION_COMMIT}`), "
         + _each(MESSAGING_DESTINATION_NAME)
-        + " when all records are of one topic, "
+        + " when all records or offsets are of one topic, "
         + _each(SERVER_ADDRESS, SERVER_PORT)
-        + "; equal to the `poll` span's duration (polls that return records)",
+        + ", "
+        + _each(ERROR_TYPE)
+        + " for a failed commit; equal to the `poll` span's duration (polls that return records) and the "
+        "`commit` span's",
     ),
     MetricDoc(
         _c(METRIC_CONSUMER_LAG),

@@ -35,11 +35,24 @@ def _uninstrumented(base: type[AIOKafkaConsumer]) -> type[AIOKafkaConsumer]:
     namespace: dict[str, Any] = {name: original(base, name) for name in _FETCH_METHODS}
     namespace["__doc__"] = "AIOKafkaConsumer whose fetch methods no instrumentation wraps (see this module)."
     namespace["__module__"] = __name__
-    return type("UninstrumentedFetcher", (base,), namespace)
+    return type(f"Uninstrumented{base.__name__}", (base,), namespace)
 
 
-UninstrumentedFetcher: type[AIOKafkaConsumer] = _uninstrumented(AIOKafkaConsumer)
-"""Construct the internal fetcher from this class instead of ``AIOKafkaConsumer`` (same arguments)."""
+_made: dict[type[Any], type[AIOKafkaConsumer]] = {}
+
+
+def uninstrumented(base: type[AIOKafkaConsumer]) -> type[AIOKafkaConsumer]:
+    """A subclass of an ``AIOKafkaConsumer`` class whose fetch methods are aiokafka's own, unwrapped;
+    made once per base class."""
+    found = _made.get(base)
+    if found is None:
+        found = _made[base] = _uninstrumented(base)
+    return found
+
+
+UninstrumentedFetcher: type[AIOKafkaConsumer] = uninstrumented(AIOKafkaConsumer)
+"""Construct a fetcher from this class instead of ``AIOKafkaConsumer`` (same arguments). StaticConsumer
+builds ``uninstrumented`` of its bounded-response consumer class (``staticconsumer._aiokafka``)."""
 
 
 def is_wrapped(cls: type, name: str) -> bool:

@@ -33,6 +33,7 @@ from staticconsumer.membership.observe import Joined, JoinStarted, Milestone
 from staticconsumer.membership.types import FailureKind, ReleaseReason
 
 from . import attributes as a
+from .instruments import instruments_for
 
 Attributes = dict[str, AttributeValue]
 
@@ -216,6 +217,7 @@ class _Episode:
     started_at: float
     generation_before: int
     reason: str = ""
+    rebalance_protocol: str | None = None
     join_attempts: int = 0
     leader: bool = False
     leadership_guessed: bool = False
@@ -259,8 +261,12 @@ class TelemetryObserver(MembershipObserver):
         wall_clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self._client_id = client_id
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        """The providers given (None: the global ones); the consumer's record tracer uses the same."""
         self._tracer = trace.get_tracer(a.SCOPE, _version(), tracer_provider=tracer_provider)
         self._instruments = _instruments_for(meter_provider)
+        self._operation_duration = instruments_for(meter_provider).operation_duration
         self._clock = clock
         self._wall_clock_ns = wall_clock_ns
         self._anchor: tuple[int, float] | None = None
@@ -272,6 +278,10 @@ class TelemetryObserver(MembershipObserver):
         self._heartbeats: dict[int, float] = {}
         self._commits: dict[int, _Commit] = {}
         self._commit_requested_at: dict[int, float] = {}
+        self._commit_callers: dict[int, Context] = {}
+        self._group = ""
+        self._coordinator: Attributes = {}
+        """``server.address``/``server.port`` of the coordinator, as the last FindCoordinator answered."""
         self._callbacks: dict[int, tuple[str, float]] = {}
         self._last_stable_generation: int | None = None
         self._last_rebalance_at: float | None = None
@@ -325,6 +335,7 @@ class TelemetryObserver(MembershipObserver):
             base[a.GROUP_INSTANCE_ID] = config.group_instance_id
         self.span_attributes = base
         self.metric_attributes = dict(base)
+        self._group = config.group_id
         self._bound = True
         self._instruments.register(self)
 
@@ -335,6 +346,11 @@ class TelemetryObserver(MembershipObserver):
             self._anchor = (self._wall_clock_ns(), self._clock())
         wall, mono = self._anchor
         return wall + round((monotonic - mono) * 1e9)
+
+    def _name(self, operation: str) -> str:
+        """``{operation} {group}``: the conventions' span name, the group being what a membership
+        operation is performed against."""
+        return a.span_name(operation, self._group)
 
     def _maybe_reanchor(self) -> None:
         """Follow wall-clock corrections, but only between spans so none mixes two anchors."""
@@ -348,6 +364,10 @@ class TelemetryObserver(MembershipObserver):
             case ev.Start():
                 self._open_episode(event.now)
             case ev.FindCoordinatorResponse():
+                if event.error_code == ErrorCode.NONE and event.host:
+                    self._coordinator = {a.SERVER_ADDRESS: event.host}
+                    if event.port is not None:
+                        self._coordinator[a.SERVER_PORT] = event.port
                 request = self._requests.pop(event.token.request_id, None)
                 if request is not None:
                     self._end_request(request, event.now, event.error_code, {})
@@ -370,6 +390,16 @@ class TelemetryObserver(MembershipObserver):
                     self._end_request(request, event.now, event.error_code, {}, newly_fenced)
             case ev.HeartbeatResponse():
                 self._on_heartbeat_answer(event.token.request_id, event.now, event.error_code, newly_fenced)
+            case ev.ConsumerGroupHeartbeatResponse():
+                request = self._requests.pop(event.token.request_id, None)
+                if request is None:
+                    self._on_heartbeat_answer(
+                        event.token.request_id, event.now, event.error_code, newly_fenced
+                    )
+                else:
+                    ok = event.error_code == ErrorCode.NONE
+                    extra = {a.GENERATION: event.member_epoch} if ok else {}
+                    self._end_request(request, event.now, event.error_code, extra, newly_fenced)
             case ev.RequestFailed():
                 rid = event.token.request_id
                 request = self._requests.pop(rid, None)
@@ -381,6 +411,8 @@ class TelemetryObserver(MembershipObserver):
                     self._on_heartbeat_answer(rid, event.now, None, False, _FAILURE_ERROR_TYPE[event.kind])
             case ev.CommitRequested():
                 self._commit_requested_at[event.commit_id] = event.now
+                if isinstance(event.caller, Context):
+                    self._commit_callers[event.commit_id] = event.caller
             case ev.CallbackFinished():
                 started = self._callbacks.pop(event.callback_id, None)
                 if started is not None:
@@ -425,7 +457,7 @@ class TelemetryObserver(MembershipObserver):
         """A fencing no request span carried (not expected): a span of its own, so it is never lost."""
         self._maybe_reanchor()
         span = self._tracer.start_span(
-            a.SPAN_FENCED,
+            self._name(a.FENCED),
             context=_EMPTY_CONTEXT,
             attributes={**self.span_attributes, a.ERROR_TYPE: ErrorCode.FENCED_INSTANCE_ID.name},
             start_time=self._ns(now),
@@ -449,10 +481,15 @@ class TelemetryObserver(MembershipObserver):
         self._instruments.heartbeat_failures.add(1, {**self.metric_attributes, a.ERROR_TYPE: error_type})
         self._maybe_reanchor()
         span = self._tracer.start_span(
-            a.SPAN_HEARTBEAT,
+            self._name(a.OPERATION_HEARTBEAT),
             context=_EMPTY_CONTEXT,
             kind=SpanKind.CLIENT,
-            attributes={**self.span_attributes, a.ERROR_TYPE: error_type},
+            attributes={
+                **self.span_attributes,
+                a.MESSAGING_OPERATION_NAME: a.OPERATION_HEARTBEAT,
+                **self._coordinator,
+                a.ERROR_TYPE: error_type,
+            },
             start_time=self._ns(sent_at),
         )
         if code is not None:
@@ -473,6 +510,9 @@ class TelemetryObserver(MembershipObserver):
                 episode.join_attempts += 1
                 if not episode.reason and milestone.reason:
                     episode.reason = milestone.reason
+                if milestone.rebalance_protocol is not None:
+                    episode.rebalance_protocol = milestone.rebalance_protocol
+                    episode.span.set_attribute(a.REBALANCE_PROTOCOL, milestone.rebalance_protocol)
             case Joined():
                 episode = self._ensure_episode(now)
                 episode.leader = milestone.leader
@@ -490,19 +530,19 @@ class TelemetryObserver(MembershipObserver):
         match action:
             case act.FindCoordinator():
                 if self._episode is not None:
-                    self._start_request(action.token.request_id, a.SPAN_FIND_COORDINATOR, now, {})
+                    self._start_request(action.token.request_id, a.OPERATION_FIND_COORDINATOR, now, {})
             case act.SendJoinGroup():
                 attrs: Attributes = {}
                 if action.member_id:
                     attrs[a.MEMBER_ID] = action.member_id
                 if action.reason:
                     attrs[a.REBALANCE_REASON] = action.reason
-                self._start_request(action.token.request_id, a.SPAN_JOIN_GROUP, now, attrs)
+                self._start_request(action.token.request_id, a.OPERATION_JOIN_GROUP, now, attrs)
             case act.SendSyncGroup():
                 self._ensure_episode(now)
                 self._start_request(
                     action.token.request_id,
-                    a.SPAN_SYNC_GROUP,
+                    a.OPERATION_SYNC_GROUP,
                     now,
                     {a.MEMBER_ID: action.member_id, a.GENERATION: action.generation},
                 )
@@ -530,6 +570,16 @@ class TelemetryObserver(MembershipObserver):
                 self._finish_episode_stable(episode, now, action.generation, machine)
             case act.SendHeartbeat():
                 self._heartbeats[action.token.request_id] = now
+            case act.SendConsumerGroupHeartbeat():
+                # KIP-848: a join (or a release before one) is a request of the (re)join, like JoinGroup;
+                # any other heartbeat is one, seen only when it fails; a leave is neither.
+                if action.purpose in ("join", "release"):
+                    attrs = {a.MEMBER_ID: action.member_id, a.GENERATION: action.member_epoch}
+                    self._start_request(
+                        action.token.request_id, a.OPERATION_CONSUMER_GROUP_HEARTBEAT, now, attrs
+                    )
+                elif action.purpose != "leave":
+                    self._heartbeats[action.token.request_id] = now
             case act.SendOffsetCommit():
                 self._start_commit(action, now)
             case act.CommitCompleted():
@@ -557,7 +607,7 @@ class TelemetryObserver(MembershipObserver):
         self._maybe_reanchor()
         before = self._last_stable_generation
         span = self._tracer.start_span(
-            a.KIND_JOIN if before is None else a.KIND_REBALANCE,
+            self._name(a.KIND_JOIN if before is None else a.KIND_REBALANCE),
             context=_EMPTY_CONTEXT,
             kind=SpanKind.INTERNAL,
             attributes=self.span_attributes,
@@ -571,13 +621,16 @@ class TelemetryObserver(MembershipObserver):
     def _ensure_episode(self, now: float) -> _Episode:
         return self._episode if self._episode is not None else self._open_episode(now)
 
-    def _start_request(self, rid: int, name: str, now: float, attrs: Attributes) -> None:
+    def _start_request(self, rid: int, api: str, now: float, attrs: Attributes) -> None:
+        """A request span of the (re)join: named after the API, sent to the coordinator (FindCoordinator
+        goes to whichever broker the client picks, which the machine does not see: no server there)."""
         episode = self._ensure_episode(now)
+        server = self._coordinator if api != a.OPERATION_FIND_COORDINATOR else {}
         span = self._tracer.start_span(
-            name,
+            self._name(api),
             context=trace.set_span_in_context(episode.span),
             kind=SpanKind.CLIENT,
-            attributes={**self.span_attributes, **attrs},
+            attributes={**self.span_attributes, a.MESSAGING_OPERATION_NAME: api, **server, **attrs},
             start_time=self._ns(now),
         )
         self._requests[rid] = _Request(span, episode)
@@ -595,6 +648,8 @@ class TelemetryObserver(MembershipObserver):
         }
         if episode.reason:
             attrs[a.REBALANCE_REASON] = episode.reason
+        if episode.rebalance_protocol is not None:
+            attrs[a.REBALANCE_PROTOCOL] = episode.rebalance_protocol
         if machine is not None:
             if machine.member_id:
                 attrs[a.MEMBER_ID] = machine.member_id
@@ -613,7 +668,7 @@ class TelemetryObserver(MembershipObserver):
         else:
             kind = a.KIND_REJOIN
         span = episode.span
-        span.update_name(kind)
+        span.update_name(self._name(kind))
         span.set_attributes(self._episode_attributes(episode, machine))
         span.set_attributes(
             {a.REBALANCE_KIND: kind, a.REBALANCE_OUTCOME: a.OUTCOME_STABLE, a.GENERATION_AFTER: generation}
@@ -669,6 +724,7 @@ class TelemetryObserver(MembershipObserver):
             commit.span.set_attribute(a.REQUEST_OUTCOME, a.OUTCOME_ABANDONED)
             commit.span.end(end_time=self._ns(now))
         self._commits.clear()
+        self._commit_callers.clear()
         self._heartbeats.clear()
         self._callbacks.clear()
         self._instruments.unregister(self)
@@ -689,32 +745,42 @@ class TelemetryObserver(MembershipObserver):
             a.COMMIT_KIND: a.COMMIT_APPLICATION if commit_id is not None else a.COMMIT_RELEASE,
             a.COMMIT_PARTITIONS: len(offsets),
         }
-        if generation is not None:
+        topics = {tp.topic for tp in offsets}
+        if len(topics) == 1:
+            attrs[a.MESSAGING_DESTINATION_NAME] = next(iter(topics))
+            if len(offsets) == 1:
+                attrs[a.MESSAGING_DESTINATION_PARTITION_ID] = str(next(iter(offsets)).partition)
+        if generation is not None:  # sent to the coordinator (a commit refused locally was not)
             attrs[a.GENERATION] = generation
+            attrs.update(self._coordinator)
         if member_id:
             attrs[a.MEMBER_ID] = member_id
         return attrs
 
-    def _start_commit(self, action: act.SendOffsetCommit, now: float) -> None:
-        started = now
-        if action.commit_id is not None:
-            started = self._commit_requested_at.pop(action.commit_id, now)
-        # A release commit belongs to the rebalance it precedes; an application commit stands alone.
-        parent = (
-            trace.set_span_in_context(self._episode.span)
-            if action.commit_id is None and self._episode is not None
-            else _EMPTY_CONTEXT
-        )
-        if parent is _EMPTY_CONTEXT:
-            self._maybe_reanchor()
-        attrs = self._commit_attributes(action.commit_id, action.offsets, action.generation, action.member_id)
-        span = self._tracer.start_span(
-            a.SPAN_COMMIT,
+    def _commit_span(self, attrs: Attributes, parent: Context, started: float) -> Span:
+        return self._tracer.start_span(
+            a.span_name(a.OPERATION_COMMIT, attrs.get(a.MESSAGING_DESTINATION_NAME)),  # type: ignore[arg-type]
             context=parent,
             kind=SpanKind.CLIENT,
             attributes=attrs,
             start_time=self._ns(started),
         )
+
+    def _start_commit(self, action: act.SendOffsetCommit, now: float) -> None:
+        started = now
+        # A release commit belongs to the rebalance it precedes; an application commit to the span
+        # current where commit() was awaited (none for auto-commit: a root).
+        if action.commit_id is not None:
+            started = self._commit_requested_at.pop(action.commit_id, now)
+            parent = self._commit_callers.pop(action.commit_id, _EMPTY_CONTEXT)
+        elif self._episode is not None:
+            parent = trace.set_span_in_context(self._episode.span)
+        else:
+            parent = _EMPTY_CONTEXT
+        if self._episode is None or action.commit_id is not None:
+            self._maybe_reanchor()
+        attrs = self._commit_attributes(action.commit_id, action.offsets, action.generation, action.member_id)
+        span = self._commit_span(attrs, parent, started)
         self._commits[action.token.request_id] = _Commit(
             span, started, action.commit_id, action.offsets, attrs
         )
@@ -743,17 +809,12 @@ class TelemetryObserver(MembershipObserver):
             if action.commit_id is None:
                 return
             started = self._commit_requested_at.pop(action.commit_id, now)
+            parent = self._commit_callers.pop(action.commit_id, _EMPTY_CONTEXT)
             if not action.offsets:
                 return
             self._maybe_reanchor()
             attrs = self._commit_attributes(action.commit_id, action.offsets)
-            span = self._tracer.start_span(
-                a.SPAN_COMMIT,
-                context=_EMPTY_CONTEXT,
-                kind=SpanKind.CLIENT,
-                attributes=attrs,
-                start_time=self._ns(started),
-            )
+            span = self._commit_span(attrs, parent, started)
         else:
             rid, commit = found
             del self._commits[rid]
@@ -767,9 +828,19 @@ class TelemetryObserver(MembershipObserver):
             ):
                 self._add_fenced_event(span, now)
         metric_attrs = {**self.metric_attributes, a.COMMIT_KIND: attrs[a.COMMIT_KIND]}
+        operation_attrs: Attributes = {
+            **self.metric_attributes,
+            a.MESSAGING_OPERATION_NAME: a.OPERATION_COMMIT,
+        }
+        for key in (a.MESSAGING_DESTINATION_NAME, a.SERVER_ADDRESS, a.SERVER_PORT):
+            if key in attrs:
+                operation_attrs[key] = attrs[key]
         if error_type is not None:
             span.set_attribute(a.ERROR_TYPE, error_type)
             span.set_status(Status(StatusCode.ERROR, error_type))
             metric_attrs[a.ERROR_TYPE] = error_type
+            operation_attrs[a.ERROR_TYPE] = error_type
         span.end(end_time=self._ns(now))
-        self._instruments.commit_duration.record(max(0.0, now - started), metric_attrs)
+        duration = max(0.0, now - started)
+        self._instruments.commit_duration.record(duration, metric_attrs)
+        self._operation_duration.record(duration, operation_attrs)

@@ -20,7 +20,6 @@ to it. All of this costs one type check per call until the application installs 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import math
 import os
@@ -28,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import Token
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
@@ -41,6 +40,7 @@ from opentelemetry.util.types import AttributeValue
 from staticconsumer.errors import BrokerError
 
 from . import attributes as a
+from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
 
 Attributes = dict[str, AttributeValue]
@@ -271,6 +271,9 @@ class RecordTracer:
         self._lag = lag
         self._clock = clock
         self._tracing_on = self._metering_on = False
+        self.per_record = False
+        """Whether ``delivered`` has anything to do (an SDK listens), as the last look found: the
+        consumer's per-record path reads this instead of making the call."""
         self._recheck_at = -math.inf
         self._refresh()
         self._instruments.watch(self)
@@ -302,6 +305,7 @@ class RecordTracer:
         self._tracing_on = not isinstance(tracer_provider, _SILENT_TRACER_PROVIDERS)
         meter_provider = self._meter_provider or metrics.get_meter_provider()
         self._metering_on = type(meter_provider).__name__ not in _SILENT_METER_PROVIDERS
+        self.per_record = self._tracing_on or self._metering_on  # once on, never off again
         settled = (self._tracing_on or self._tracer_provider is not None) and (
             self._metering_on or self._meter_provider is not None
         )
@@ -310,9 +314,15 @@ class RecordTracer:
     # -- the calls the consumer makes ---------------------------------------------------------------
 
     def requested(self) -> int:
-        """The application asks for records: the record it held is done. Returns the time (ns)."""
+        """The application asks for records: the record it held is done. Returns the time (ns).
+
+        Also where the tracer looks whether an SDK was installed since (at most once a second), for
+        ``delivered`` to read the answer without looking: the consumer calls this at least every
+        few milliseconds while it hands records over."""
         if self._open is not None:
             self.end()
+        if self._recheck_at != math.inf:
+            self._refresh()
         return time.time_ns()
 
     def polled(self, records: Mapping[Any, Sequence[Record]], started_ns: int) -> None:
@@ -350,14 +360,14 @@ class RecordTracer:
             span.end(end_time=now)
 
     def delivered(self, record: Record) -> None:
-        """``getone`` hands ``record`` over: count it, open its process span, make it current."""
+        """``getone`` hands ``record`` over: count it, open its process span, make it current.
+
+        The per-record call: without an SDK (as ``requested`` last found) it costs two attribute
+        reads."""
         if self._open is not None:
             self.end()
-        metering = self.metering()
-        if metering:
-            self._partition(record.topic, record.partition).delivered += 1
-        if metering or self.tracing():
-            self._open = self._start(record)
+        if self._tracing_on or self._metering_on:
+            self._open = self._start(record, count=True)
 
     def end(self, error: BaseException | None = None) -> None:
         """End the open process span, recording ``error`` if it is an ``Exception``."""
@@ -365,9 +375,12 @@ class RecordTracer:
         if processing is not None:
             self._finish(processing, error)
 
-    def loop(self, anext: Callable[[], Awaitable[T]]) -> RecordLoop[T]:
-        """What ``__aiter__`` returns: ``anext`` for every record, ``loop_left()`` when dropped."""
-        return RecordLoop(anext, self.loop_left)
+    def loop(
+        self, anext: Callable[[], Awaitable[T]], ready: Callable[[], T | None] | None = None
+    ) -> RecordLoop[T]:
+        """What ``__aiter__`` returns: each record from ``ready()`` when it has one at hand (the fast
+        path: no coroutine of its own), else from ``anext``; ``loop_left()`` when dropped."""
+        return RecordLoop(self, anext, ready)
 
     def loop_left(self) -> None:
         """The ``async for`` loop was left: detach the record's context now, end its span soon."""
@@ -485,10 +498,12 @@ class RecordTracer:
                     budget -= 1
         return links
 
-    def _start(self, record: Record) -> _Processing:
+    def _start(self, record: Record, count: bool = False) -> _Processing:
         started = time.time_ns()
         where = self._partition(record.topic, record.partition)
-        if not self.tracing():
+        if count and self._metering_on:
+            where.delivered += 1
+        if not self._tracing_on:
             return _Processing(record, trace.INVALID_SPAN, None, None, started, where.process_metric)
         current = otel_context.get_current()
         ambient = trace.get_current_span(current).get_span_context()
@@ -541,7 +556,7 @@ class RecordTracer:
                 span.set_attribute(a.ERROR_TYPE, kind)
                 span.set_status(Status(StatusCode.ERROR, kind))
         span.end(end_time=now)
-        if self.metering():
+        if self._metering_on:
             self._instruments.process_duration.record(
                 max(0, now - processing.started_ns) / 1e9, metric_attributes
             )
@@ -575,30 +590,3 @@ class ProcessingBlock:
 
 _NOTHING_TO_PROCESS = ProcessingBlock(None, None)
 """The block when no SDK listens: shared, it holds nothing."""
-
-
-class RecordLoop(Generic[T]):
-    """The iterator of one ``async for`` over the consumer.
-
-    Records come from the consumer's ``__anext__``; the loop object exists so that leaving the loop is
-    noticed: the ``async for`` statement holds the only reference, so when the loop is left by
-    ``break``, ``return`` or an exception, CPython drops it at once and ``__del__`` tells the tracer.
-    (Other interpreters drop it at their next collection; ``requested()`` and ``close()`` end the
-    span in any case.)
-    """
-
-    __slots__ = ("_left", "_next")
-
-    def __init__(self, anext: Callable[[], Awaitable[T]], left: Callable[[], None]) -> None:
-        self._next = anext
-        self._left = left
-
-    def __aiter__(self) -> RecordLoop[T]:
-        return self
-
-    def __anext__(self) -> Awaitable[T]:
-        return self._next()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self._left()

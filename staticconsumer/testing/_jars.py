@@ -107,7 +107,10 @@ def broker_classpath(version: str) -> tuple[list[Path], float]:
             f"-DoutputDirectory={libs}",
             "-DincludeScope=runtime",
         ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        from staticconsumer.analytics.jars import maven_progress  # progress lines: Maven -q is silent
+
+        with maven_progress(f"org.apache.kafka:kafka_2.13:{version}"):
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
         jars = sorted(libs.glob("*.jar"))
         if result.returncode != 0 or not any(j.name.startswith(f"kafka_2.13-{version}") for j in jars):
             output = (result.stdout + result.stderr).strip().splitlines()

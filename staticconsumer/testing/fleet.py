@@ -28,6 +28,8 @@ class MemberSpec:
     request_timeout_ms: int = 30_000
     process_ms: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
+    group_protocol: str = "classic"
+    """``consumer``: KIP-848 (``session_ms`` and ``heartbeat_ms`` are then the broker's, not sent)."""
 
 
 class MemberProcess:
@@ -69,6 +71,8 @@ class MemberProcess:
             str(spec.request_timeout_ms),
             "--process-ms",
             str(spec.process_ms),
+            "--group-protocol",
+            spec.group_protocol,
         ]
         for topic in self.fleet.topics:
             command += ["--topic", topic]

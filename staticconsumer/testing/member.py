@@ -7,7 +7,9 @@ batch: at-least-once) and reports what happens as JSON lines on stdout:
 ``started``; ``assigned`` / ``revoked`` / ``lost`` (listener calls, with partitions, generation and
 member id); ``membership`` (member id or generation changed); ``records`` (``partition`` and the
 ``offsets`` processed); ``committed``; ``error`` (type and message; the member carries on);
-``fenced`` (exits 3); ``stopped`` (after SIGTERM or SIGINT: a graceful stop, no LeaveGroup).
+``fenced`` (exits 3); ``fatal`` (any other error that ends the membership, with its type, message and,
+for UNRELEASED_INSTANCE_ID, its cause; exits 4); ``stopped`` (after SIGTERM or SIGINT: a graceful stop,
+no LeaveGroup; under ``--group-protocol consumer`` a leave with epoch -2).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from staticconsumer.consumer import ConsumerRebalanceListener, StaticConsumer
-from staticconsumer.errors import FencedInstanceIdError
+from staticconsumer.errors import FencedInstanceIdError, StaticConsumerError, UnreleasedInstanceIdError
 from staticconsumer.membership import TopicPartition
 
 
@@ -58,15 +60,31 @@ class ReportingListener(ConsumerRebalanceListener):
         self._say("lost", lost)
 
 
+def _fatal(consumer: StaticConsumer) -> StaticConsumerError | None:
+    """The error that ended the membership, if one did (every later call raises it)."""
+    error = consumer._partitions.snapshot.fatal_error
+    return error if isinstance(error, StaticConsumerError) else None
+
+
+def _say_fatal(error: BaseException) -> None:
+    cause = error.cause if isinstance(error, UnreleasedInstanceIdError) else None
+    say("fatal", type=type(error).__name__, message=str(error), cause=cause)
+
+
 async def run(args: argparse.Namespace) -> int:
     listener = ReportingListener()
+    # Under the consumer protocol the broker owns the session timeout and the heartbeat interval.
+    timing = (
+        {"session_timeout_ms": args.session_ms, "heartbeat_interval_ms": args.heartbeat_ms}
+        if args.group_protocol == "classic"
+        else {"group_protocol": "consumer"}
+    )
     consumer = StaticConsumer(
         *args.topic,
         bootstrap_servers=args.bootstrap,
         group_id=args.group,
         group_instance_id=args.instance,
-        session_timeout_ms=args.session_ms,
-        heartbeat_interval_ms=args.heartbeat_ms,
+        **timing,
         max_poll_interval_ms=args.max_poll_ms,
         request_timeout_ms=args.request_timeout_ms,
         auto_offset_reset="earliest",
@@ -90,6 +108,9 @@ async def run(args: argparse.Namespace) -> int:
                 say("fenced", message=str(error))
                 return 3
             except Exception as error:
+                if error is _fatal(consumer):
+                    _say_fatal(error)
+                    return 4
                 say("error", call="getmany", type=type(error).__name__, message=str(error))
                 await asyncio.sleep(0.2)
                 continue
@@ -129,6 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--request-timeout-ms", type=int, default=30_000)
     parser.add_argument("--max-records", type=int, default=200)
     parser.add_argument("--process-ms", type=int, default=0, help="simulated work per partition batch")
+    parser.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="consumer: KIP-848 (the broker's session timeout and heartbeat interval apply)",
+    )
     return asyncio.run(run(parser.parse_args(argv)))
 
 

@@ -10,8 +10,17 @@ trip to the broker later).
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
 import time
+import urllib.request
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +28,27 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from staticconsumer.analytics.jars import spark_home
 from staticconsumer.analytics.run import analyze
-from staticconsumer.analytics.session import spark_session
 from staticconsumer.demo import MEMBERS, Member, ModeResult, run_mode
 from staticconsumer.testing import EmbeddedKafka
 
 pytestmark = pytest.mark.kafka
 
+TABLES = (
+    "windows",
+    "generations",
+    "leaders",
+    "ownership",
+    "gaps",
+    "overlaps",
+    "moves",
+    "sessions",
+    "malformed",
+)
+
 UNOWNED_TOLERANCE_PER_GAP = 0.1
 """Seconds per handover (measured: 12-15 ms per gap on a loaded two-core machine, the offset fetch)."""
-
-
-@pytest.fixture(scope="module")
-def spark() -> SparkSession:
-    return spark_session("local[2]", config={"spark.sql.shuffle.partitions": "2"})
 
 
 def _all_stopped(members: list[Member], within: float = 30.0) -> None:
@@ -82,11 +98,28 @@ async def _bounce(kafka: EmbeddedKafka, static: bool, logs: Path) -> ModeResult:
     return result
 
 
-async def test_job_tables_agree_with_a_real_rolling_bounce(
-    kafka_broker: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+@dataclass
+class Bounces:
+    logs: Path
+    results: list[ModeResult]
+
+
+@pytest.fixture(scope="module")
+def bounces(kafka_broker: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> Bounces:
+    """A static and a dynamic rolling bounce on the real broker, their event logs in one directory
+    (shared by this module's tests: a bounce is the expensive part)."""
+    logs = tmp_path_factory.mktemp("bounce") / "logs"
+
+    async def both() -> list[ModeResult]:
+        return [await _bounce(kafka_broker, True, logs), await _bounce(kafka_broker, False, logs)]
+
+    return Bounces(logs, asyncio.run(both()))
+
+
+def test_job_tables_agree_with_a_real_rolling_bounce(
+    bounces: Bounces, spark: SparkSession, tmp_path: Path
 ) -> None:
-    logs = tmp_path / "logs"
-    results = [await _bounce(kafka_broker, True, logs), await _bounce(kafka_broker, False, logs)]
+    logs, results = bounces.logs, bounces.results
     analysis = analyze([logs], tmp_path / "out", spark=spark)
     assert analysis.malformed_lines == 0
     assert (tmp_path / "out" / "ownership.png").stat().st_size > 0
@@ -125,3 +158,166 @@ async def test_job_tables_agree_with_a_real_rolling_bounce(
             assert totals["restarts"] == 0, "dynamic members have no identity that survives a restart"
             assert moved_in_bounce > 0
     print("; ".join(report))
+
+
+# -- the same logs on a real Spark standalone cluster ------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Standalone:
+    master: str
+    processes: list[subprocess.Popen[bytes]]
+
+
+def _wait_for_worker(ui_port: int, within: float = 120.0) -> None:
+    """The master's JSON status lists the worker once it registered (loopback only)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as answer:
+                status = json.loads(answer.read())
+            if any(w.get("state") == "ALIVE" for w in status.get("workers", [])):
+                return
+        except OSError:
+            pass
+        time.sleep(1)
+    raise AssertionError("the Spark worker did not register with the master")
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    """A Spark standalone master and one worker (2 cores, 2 GB) from the installed PySpark, on loopback."""
+    home = spark_home()
+    work = tmp_path_factory.mktemp("spark-standalone")
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(work)}
+    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    master = f"spark://127.0.0.1:{port}"
+    spark_class = str(home / "bin" / "spark-class")
+    logs = [open(work / "master.log", "wb"), open(work / "worker.log", "wb")]  # noqa: SIM115
+    processes = [
+        subprocess.Popen(
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui),
+            ],
+            env=env,
+            stdout=logs[0],
+            stderr=subprocess.STDOUT,
+        ),
+    ]
+    try:
+        _wait_for_port(port)
+        processes.append(
+            subprocess.Popen(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.worker.Worker",
+                    master,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "2",
+                    "--memory",
+                    "2g",
+                    "--webui-port",
+                    str(worker_ui),
+                    "--work-dir",
+                    str(work),
+                ],
+                env=env,
+                stdout=logs[1],
+                stderr=subprocess.STDOUT,
+            )
+        )
+        _wait_for_worker(ui)
+        yield Standalone(master, processes)
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for log in logs:
+            log.close()
+
+
+def _wait_for_port(port: int, within: float = 120.0) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def _analyze_command(logs: Path, out: Path, master: str) -> float:
+    """``staticconsumer analyze`` as a user runs it; returns its wall time."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "staticconsumer.cli",
+            "analyze",
+            str(logs),
+            "--master",
+            master,
+            "--out",
+            str(out),
+            "--no-report",
+            "--conf",
+            "spark.executor.memory=1g",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "stage" in result.stderr, "progress lines name Spark stages as they complete"
+    return took
+
+
+def _table(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
+    """A table's rows, sorted, doubles rounded to the microsecond (sums may add up in another order)."""
+    frame = spark.read.parquet(str(path))
+    columns = [
+        F.round(F.col(f.name), 6).alias(f.name) if f.dataType.typeName() == "double" else F.col(f.name)
+        for f in frame.schema.fields
+    ]
+    return sorted((tuple(row) for row in frame.select(*columns).collect()), key=repr)
+
+
+def test_a_standalone_cluster_gives_every_table_of_the_local_run_within_twice_its_time(
+    bounces: Bounces, standalone: Standalone, spark: SparkSession, tmp_path: Path
+) -> None:
+    local_seconds = _analyze_command(bounces.logs, tmp_path / "local", "local[2]")
+    cluster_seconds = _analyze_command(bounces.logs, tmp_path / "cluster", standalone.master)
+    names = sorted(p.name for p in (tmp_path / "local").iterdir() if p.is_dir())
+    assert names == sorted(TABLES)
+    for name in names:
+        local, cluster = _table(spark, tmp_path / "local" / name), _table(spark, tmp_path / "cluster" / name)
+        assert cluster == local, f"table {name} differs between local[2] and {standalone.master}"
+    assert _table(spark, tmp_path / "local" / "windows"), "the bounce made deploy windows"
+    print(f"local[2] {local_seconds:.1f}s, standalone cluster {cluster_seconds:.1f}s")
+    assert cluster_seconds < 2 * local_seconds, (local_seconds, cluster_seconds)

@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from staticconsumer import _aiokafka
 from staticconsumer.connection import bootstrap, check_access
+from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import (
     AuthenticationFailedError,
     BrokerHandshakeError,
@@ -27,8 +29,11 @@ from staticconsumer.errors import (
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
 )
+from staticconsumer.membership import TopicPartition
 from staticconsumer.settings import Settings
 from staticconsumer.testing import BrokerSettings, EmbeddedKafka, SaslSettings
+
+from .support import FAST, until_assigned
 
 pytestmark = pytest.mark.kafka
 
@@ -357,6 +362,112 @@ async def test_on_a_broker_without_an_authorizer_the_check_passes(
     )
     assert report.missing_topics == {f"{topic}-missing"}
     assert report.group_checked
+
+
+# -- the consumer says the same -----------------------------------------------------------------------
+
+
+def _membership_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("staticconsumer-membership-g-speaks")]
+
+
+async def test_the_consumer_says_nothing_is_listening_at_once() -> None:
+    port = _closed_port()
+    consumer = StaticConsumer("orders", bootstrap_servers=f"127.0.0.1:{port}", group_id="g-speaks")
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachableError) as raised:
+        await consumer.start()
+    assert time.monotonic() - started < 5
+    assert f"127.0.0.1:{port}: nothing is listening there (connection refused)" in str(raised.value)
+    assert not _membership_threads(), "a failed start leaves no membership thread behind"
+
+
+async def test_the_consumer_gives_up_on_silent_servers_within_the_request_timeout(
+    silent_servers: list[str],
+) -> None:
+    consumer = StaticConsumer(
+        "orders", bootstrap_servers=",".join(silent_servers), group_id="g-speaks", request_timeout_ms=1500
+    )
+    started = time.monotonic()
+    with pytest.raises(BrokerNotRespondingError, match="did not answer the Kafka handshake within 1500 ms"):
+        await consumer.start()
+    elapsed = time.monotonic() - started
+    assert 1.4 <= elapsed < 5, f"{elapsed:.1f}s: bounded by request_timeout_ms, all servers at once"
+
+
+async def test_the_consumer_names_refused_credentials_but_never_the_password(
+    sasl_kafka: EmbeddedKafka,
+) -> None:
+    fields = sasl_kafka.sasl_settings("alice", "SCRAM-SHA-256")
+    fields["sasl_password"] = "not-alices-password"
+    consumer = StaticConsumer(
+        "orders", bootstrap_servers=sasl_kafka.bootstrap_servers, group_id="g", **fields
+    )
+    with pytest.raises(AuthenticationFailedError) as raised:
+        await consumer.start()
+    assert (raised.value.mechanism, raised.value.username) == ("SCRAM-SHA-256", "alice")
+    assert "SASL SCRAM-SHA-256 authentication as user 'alice' was refused" in str(raised.value)
+    assert "not-alices-password" not in str(raised.value) + repr(raised.value.attempts)
+
+
+async def _start_and_stop(consumer: StaticConsumer) -> None:
+    await consumer.start()
+    await consumer.stop()
+
+
+async def test_the_consumer_names_the_acl_it_lacks(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    sasl_kafka.create_topic(unique_topic, 1)
+
+    def as_user(user: str) -> StaticConsumer:
+        fields = sasl_kafka.sasl_settings(user, "SCRAM-SHA-256")
+        return StaticConsumer(
+            unique_topic, bootstrap_servers=sasl_kafka.bootstrap_servers, group_id=unique_group, **fields
+        )
+
+    with pytest.raises(TopicAuthorizationFailedError) as raised:
+        await as_user("bob").start()
+    assert f"User:bob needs READ on Topic:{unique_topic}" in str(raised.value)
+    assert f"--allow-principal 'User:bob' --operation READ --topic '{unique_topic}'" in str(raised.value)
+
+    sasl_kafka.grant("User:carol", "TOPIC", unique_topic, "READ")
+    refused = await _eventually_raises(
+        lambda: _start_and_stop(as_user("carol")), GroupAuthorizationFailedError
+    )
+    assert f"not allowed to join group '{unique_group}'" in str(refused)
+    assert f"User:carol needs READ on Group:{unique_group}" in str(refused)
+
+
+async def test_a_commit_the_acls_refuse_names_the_topic_and_the_consumer_goes_on(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    other = f"{unique_topic}-not-ours"
+    sasl_kafka.create_topic(unique_topic, 1)
+    sasl_kafka.create_topic(other, 1)
+    sasl_kafka.grant("User:alice", "TOPIC", unique_topic, "READ")
+    sasl_kafka.grant("User:alice", "GROUP", unique_group, "READ")
+    fields = {**sasl_kafka.sasl_settings("alice", "PLAIN"), **FAST}
+    consumer = StaticConsumer(
+        unique_topic, bootstrap_servers=sasl_kafka.bootstrap_servers, group_id=unique_group, **fields
+    )
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            await consumer.start()
+            break
+        except (TopicAuthorizationFailedError, GroupAuthorizationFailedError):
+            assert time.monotonic() < deadline, "the granted ACLs never took effect"
+            await asyncio.sleep(0.3)
+    try:
+        await until_assigned(consumer)
+        with pytest.raises(TopicAuthorizationFailedError) as raised:
+            await consumer.commit({TopicPartition(other, 0): 1})
+        assert f"User:alice needs READ on Topic:{other}" in str(raised.value)
+        assert raised.value.__cause__ is not None, "the broker's own verdict stays attached"
+        await consumer.commit({TopicPartition(unique_topic, 0): 0})
+    finally:
+        await consumer.stop()
 
 
 # -- TLS ---------------------------------------------------------------------------------------------

@@ -22,3 +22,29 @@ def test_consumer_quickstart_restarts_without_rebalance() -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("consumed order-") == 10
     assert "restarted: generation 1" in result.stdout
+
+
+@pytest.mark.kafka
+def test_the_aiokafka_dropin_example_serves_both_topics() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "aiokafka_dropin.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "clicks committed [10, 10, 10] highwater [10, 10, 10]" in result.stdout
+    assert "views committed [10, 10, 10] highwater [10, 10, 10]" in result.stdout
+
+
+@pytest.mark.kafka
+def test_cooperative_rebalance_moves_only_what_the_newcomer_takes() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "cooperative_rebalance.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "protocol: cooperative" in result.stdout
+    assert result.stdout.count("fetching throughout, gave up") == 2

@@ -50,13 +50,21 @@ class Otel:
             s
             for s in self.exporter.get_finished_spans()
             if s.parent is None
-            and s.name in ("join", "rebalance", "rejoin")
+            and s.name.split(" ")[0] in ("join", "rebalance", "rejoin")
             and (s.attributes or {}).get(a.GROUP_INSTANCE_ID) == instance
         ]
 
     def children(self, parent: ReadableSpan) -> list[str]:
+        """The names of a span's children, without their destination (``JoinGroup <group>``)."""
         return [
-            s.name
+            s.name.split(" ")[0]
+            for s in self.exporter.get_finished_spans()
+            if s.parent is not None and s.parent.span_id == parent.context.span_id
+        ]
+
+    def children_spans(self, parent: ReadableSpan) -> list[ReadableSpan]:
+        return [
+            s
             for s in self.exporter.get_finished_spans()
             if s.parent is not None and s.parent.span_id == parent.context.span_id
         ]
@@ -110,7 +118,7 @@ async def test_a_join_and_the_rebalance_a_second_member_causes(
     async with first:
         await until_assigned(first)
         (join,) = otel.roots("a")
-        assert join.name == "join"
+        assert join.name == f"join {unique_group}"
         j = attrs(join)
         assert j[a.MESSAGING_SYSTEM] == "kafka"
         assert j[a.MESSAGING_CONSUMER_GROUP_NAME] == unique_group
@@ -120,6 +128,10 @@ async def test_a_join_and_the_rebalance_a_second_member_causes(
         assert j[a.LEADER] is True
         assert j[a.PARTITIONS_ASSIGNED] == 2
         assert otel.children(join) == ["FindCoordinator", "JoinGroup", "SyncGroup"]
+        host, port = kafka_broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
+        for request in otel.children_spans(join)[1:]:  # JoinGroup, SyncGroup: at the coordinator
+            assert request.name == f"{attrs(request)[a.MESSAGING_OPERATION_NAME]} {unique_group}"
+            assert (attrs(request)[a.SERVER_ADDRESS], attrs(request)[a.SERVER_PORT]) == (host, int(port))
         assert join.end_time is not None
         assert join.start_time is not None
         assert 0 < join.end_time - join.start_time < 10 * 10**9
@@ -130,7 +142,7 @@ async def test_a_join_and_the_rebalance_a_second_member_causes(
             await eventually(lambda: len(first.assignment()) == 1, 20, "the first member gives one up")
             (rebalance,) = otel.roots("a")[1:]
             r = attrs(rebalance)
-            assert rebalance.name == "rebalance"
+            assert rebalance.name == f"rebalance {unique_group}"
             assert r[a.REBALANCE_KIND] == "rebalance"
             assert r[a.REBALANCE_REASON] == "group is already rebalancing"
             assert (r[a.GENERATION_BEFORE], r[a.GENERATION_AFTER]) == (
@@ -179,7 +191,7 @@ async def test_a_static_restart_records_its_own_join_but_no_rebalance_anywhere(
             await until_assigned(again)
             assert again.generation == generation, "a static restart within the session: no rebalance"
             first_join, restart_join = otel.roots("restarts")
-            assert restart_join.name == "join"
+            assert restart_join.name == f"join {unique_group}"
             r = attrs(restart_join)
             assert (r[a.GENERATION_BEFORE], r[a.GENERATION_AFTER]) == (-1, generation)
             assert r[a.MEMBER_ID] != attrs(first_join)[a.MEMBER_ID], "the broker minted a new member id"
@@ -235,7 +247,9 @@ async def test_a_fenced_member_records_the_fencing(
     ]
     assert len(fencings) == 1, [s.name for s in otel.exporter.get_finished_spans()]
     span, event = fencings[0]
-    assert span.name in ("Heartbeat", "commit", "JoinGroup", "SyncGroup")
+    assert span.name in {f"{op} {unique_group}" for op in ("Heartbeat", "JoinGroup", "SyncGroup")} | {
+        f"commit {topic}"
+    }
     assert (event.attributes or {})[a.ERROR_TYPE] == "FENCED_INSTANCE_ID"
     assert (event.attributes or {})[a.GROUP_INSTANCE_ID] == "dup"
     assert attrs(span)[a.ERROR_TYPE] == "FENCED_INSTANCE_ID"

@@ -19,14 +19,22 @@ def test_heartbeat_v0_bytes_are_the_documented_layout(java_oracle: JavaOracle) -
 
 def test_flexible_request_header_v2_and_tagged_fields(java_oracle: JavaOracle) -> None:
     full = java_oracle.encode_with_header(
-        "Heartbeat", "request", 4,
-        {"groupId": "g", "generationId": 1, "memberId": "m", "groupInstanceId": None,
-         "_unknownTaggedFields": [{"tag": 1000, "data": "AQI="}]},
-        correlation_id=9, client_id="c",
+        "Heartbeat",
+        "request",
+        4,
+        {
+            "groupId": "g",
+            "generationId": 1,
+            "memberId": "m",
+            "groupInstanceId": None,
+            "_unknownTaggedFields": [{"tag": 1000, "data": "AQI="}],
+        },
+        correlation_id=9,
+        client_id="c",
     )
     header = struct.pack(">hhih1s", 12, 4, 9, 1, b"c") + b"\x00"  # v2: client id then empty tag buffer
     assert full.startswith(header)
-    body = full[len(header):]
+    body = full[len(header) :]
     # compact strings carry length+1; null compact string is 0; one tagged field: tag 1000 = varint e8 07
     assert body == b"\x02g" + struct.pack(">i", 1) + b"\x02m" + b"\x00" + b"\x01\xe8\x07\x02\x01\x02"
     decoded = java_oracle.decode("Heartbeat", "request", 4, body)

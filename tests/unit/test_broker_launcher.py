@@ -97,13 +97,15 @@ def test_broker_dying_during_start_shows_its_log() -> None:
 
 def _spawn_broker_holder(tmp_path: Path) -> tuple[subprocess.Popen[str], int, Path]:
     script = tmp_path / "hold.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time
         from staticconsumer.testing import EmbeddedKafka
         kafka = EmbeddedKafka().start()
         print(kafka.process.pid, kafka.workdir, flush=True)
         time.sleep(600)
-    """))
+    """)
+    )
     holder = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None
     pid_text, workdir = holder.stdout.readline().split()
@@ -149,7 +151,7 @@ def test_group_to_offsets_partition_matches_kafka() -> None:
     assert java_string_hash("") == 0
     assert java_string_hash("abc") == 96354
     assert java_string_hash("my-consumer-group") == 1513705513
-    assert java_string_hash("\U0001F600x") == 54959989  # a surrogate pair counts as two code units
+    assert java_string_hash("\U0001f600x") == 54959989  # a surrogate pair counts as two code units
     assert offsets_partition_for("my-consumer-group", 50) == 1513705513 % 50
     groups = probe_groups(3)
     assert sorted(offsets_partition_for(g, 3) for g in groups) == [0, 1, 2]

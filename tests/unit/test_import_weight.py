@@ -56,6 +56,10 @@ def test_tools_load_on_first_use() -> None:
     assert "staticconsumer.admin" in _loaded_after(code)
 
 
+def test_opentelemetry_configured_by_the_environment_loads_with_the_consumer() -> None:
+    assert "opentelemetry" in _loaded_after(CONSTRUCT, {"OTEL_SERVICE_NAME": "billing"})
+
+
 @pytest.mark.parametrize(
     ("code", "environ"),
     [
@@ -64,14 +68,27 @@ def test_tools_load_on_first_use() -> None:
     ],
     ids=["imported", "configured"],
 )
-def test_telemetry_loads_when_the_process_uses_opentelemetry(code: str, environ: dict[str, str]) -> None:
-    assert "opentelemetry" in _loaded_after(code + "\nimport staticconsumer.telemetry.observer", environ)
+def test_telemetry_is_built_at_once_when_the_process_uses_opentelemetry(
+    code: str, environ: dict[str, str]
+) -> None:
     script = (
         code + "\nc = staticconsumer.StaticConsumer('t', bootstrap_servers='localhost:9092', group_id='g')\n"
-        "from staticconsumer.telemetry import TelemetryObserver\n"
-        "assert any(isinstance(o, TelemetryObserver) for o in c._observers), c._observers"
+        "from staticconsumer.telemetry import RecordTracer, TelemetryObserver\n"
+        "assert any(isinstance(o, TelemetryObserver) for o in c._observers), c._observers\n"
+        "assert isinstance(c._records, RecordTracer), c._records"
     )
     _loaded_after(script, environ)
+
+
+def test_telemetry_waits_for_opentelemetry_when_nobody_uses_it() -> None:
+    script = (
+        CONSTRUCT
+        + "\nc = staticconsumer.StaticConsumer('t', bootstrap_servers='localhost:9092', group_id='g')\n"
+        "from staticconsumer.telemetry import DeferredRecordTracer, DeferredTelemetryObserver\n"
+        "assert any(isinstance(o, DeferredTelemetryObserver) for o in c._observers), c._observers\n"
+        "assert isinstance(c._records, DeferredRecordTracer), c._records"
+    )
+    assert _loaded_after(script) == []
 
 
 def test_an_event_log_loads_when_configured(tmp_path: Path) -> None:

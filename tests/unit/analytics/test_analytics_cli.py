@@ -33,16 +33,24 @@ def test_analyze_command_writes_tables_report_and_summary(
     truth = write_fleet(tmp_path / "logs", spec)
     out = tmp_path / "report"
     assert cli.main(["analyze", str(tmp_path / "logs"), "--out", str(out), "--deploy-gap", "600"]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    progress = captured.err.splitlines()
+    assert any(
+        line.startswith("analyze: [") and "reading and parsing every line once: done in" in line
+        for line in progress
+    )
+    assert any(" done (" in line and " tasks" in line for line in progress), "Spark stages as they complete"
     assert printed.startswith(f"{truth.records} events read; 0 malformed lines skipped\n")
     assert printed.count(" deploy ") == spec.groups * (spec.deploys + 1)
     assert {p.name for p in out.iterdir()} >= TABLES
-    assert {"summary.md", "summary.html", "deploys.png", "ownership.png"} <= {p.name for p in out.iterdir()}
+    assert {"summary.md", "summary.html", "groups.png", "ownership.png"} <= {p.name for p in out.iterdir()}
     windows = spark.read.parquet(str(out / "windows"))
     totals = windows.groupBy().sum("rebalances", "restarts", "restarts_absorbed", "moved_partitions").first()
     assert totals is not None
     assert list(totals) == [truth.rebalances + spec.groups, truth.restarts, truth.absorbed, 0]
-    assert "| deploy | starts | rebalances |" in (out / "summary.md").read_text()
+    assert "| deploy window (UTC) | starts | generations while forming |" in (out / "summary.md").read_text()
+    assert "rebalances after the group formed" in printed
     assert spark.sparkContext._jsc is not None, "the command left the borrowed session running"
 
 

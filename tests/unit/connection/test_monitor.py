@@ -203,6 +203,25 @@ def test_a_live_connection_again_ends_the_outage_with_one_warning(
     assert len(_ours(caplog)) == 1, "a new outage is reported again"
 
 
+def test_a_connection_from_before_the_outage_is_no_recovery(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One client's connection broke while another client's still looks open (its close not noticed
+    yet): that is the same dead broker, not a recovery. Only a connection made since counts."""
+    fetcher, membership = _client(9092), _client(9092)
+    membership._conns[(1, "coordination")] = Connection(up=True)
+    monitor.watch(fetcher)
+    monitor.watch(membership)
+    _log_connect_failure(1, _refused(9092))
+    monitor.check_recovery()
+    assert monitor.state is ConnectionState.DISCONNECTED, "the old connection does not end the outage"
+    assert len(_ours(caplog)) == 1
+    fetcher._conns[(1, "default")] = Connection(up=True)
+    monitor.check_recovery()
+    assert monitor.state is ConnectionState.CONNECTED
+    assert "is reachable again" in _ours(caplog)[-1]
+
+
 def test_closing_during_an_outage_says_so_and_stops_folding(caplog: pytest.LogCaptureFixture) -> None:
     monitor = ConnectionMonitor("group 'g'")
     monitor.watch(_client(9092))

@@ -17,6 +17,7 @@ from staticconsumer.membership import (
     MembershipMachine,
     MemberState,
     OffsetAndMetadata,
+    RebalanceProtocol,
     TopicPartition,
 )
 from staticconsumer.membership import actions as act
@@ -80,7 +81,13 @@ def kinds(actions: Sequence[act.Action]) -> list[str]:
 class Harness:
     """Owns a machine, a clock and the list of every action it emitted."""
 
-    def __init__(self, *, instance_id: str | None = INSTANCE, **overrides: Any) -> None:
+    def __init__(
+        self,
+        *,
+        instance_id: str | None = INSTANCE,
+        rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER,
+        **overrides: Any,
+    ) -> None:
         settings: dict[str, Any] = {
             "group_id": GROUP,
             "group_instance_id": instance_id,
@@ -94,7 +101,7 @@ class Harness:
         }
         settings.update(overrides)
         self.config = MembershipConfig(**settings)
-        self.m = MembershipMachine(self.config)
+        self.m = MembershipMachine(self.config, rebalance_protocol)
         self.now = 100.0
         self.history: list[act.Action] = []
 

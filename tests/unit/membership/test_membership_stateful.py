@@ -20,6 +20,7 @@ from staticconsumer.membership import (
     GroupProtocol,
     JoinGroupMember,
     OffsetAndMetadata,
+    RebalanceProtocol,
     TopicPartition,
 )
 from staticconsumer.membership import actions as act
@@ -69,11 +70,18 @@ Request2 = act.SendOffsetCommit | act.SendLeaveGroup
 
 class MembershipModel(RuleBasedStateMachine):
     static = True
+    protocol = RebalanceProtocol.EAGER
 
     def __init__(self) -> None:
         super().__init__()
         # max.poll.interval below the session timeout, so poll expiry is reachable in few steps.
-        self.h = Harness(instance_id=INSTANCE if self.static else None, max_poll_interval_ms=5_000)
+        self.h = Harness(
+            instance_id=INSTANCE if self.static else None,
+            rebalance_protocol=self.protocol,
+            max_poll_interval_ms=5_000,
+        )
+        self.told: set[TopicPartition] = set()
+        """What the listener was told it owns: assigned deltas minus revoked and lost ones."""
         self.outstanding: list[Request | Request2] = []
         self.callbacks: list[int] = []
         self.assignor_generations: list[int] = []
@@ -123,6 +131,15 @@ class MembershipModel(RuleBasedStateMachine):
                 self.committed_floor[tp] = max(self.committed_floor.get(tp, om.offset), om.offset)
         if isinstance(action, Request | Request2):
             self.outstanding.append(action)
+        if isinstance(action, act.PartitionsAssigned):
+            assert not action.partitions & self.told, "a listener is never told twice it owns a partition"
+            self.told |= action.partitions
+            assert action.owned == self.told, "owned is exactly what the listener was told"
+        if isinstance(action, act.PartitionsRevoked | act.PartitionsLost):
+            assert action.partitions <= self.told, "only what the listener was told can be taken away"
+            self.told -= action.partitions
+        if isinstance(action, act.PartitionsRevoked) and self.protocol is RebalanceProtocol.COOPERATIVE:
+            assert action.partitions, "a cooperative listener hears of revokes only when something goes"
         if isinstance(action, act.PartitionsAssigned | act.PartitionsRevoked | act.PartitionsLost):
             self.callbacks.append(action.callback_id)
         if isinstance(action, act.RunAssignor):
@@ -370,7 +387,22 @@ _SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
+
+class CooperativeStaticMembershipModel(MembershipModel):
+    static = True
+    protocol = RebalanceProtocol.COOPERATIVE
+
+
+class CooperativeDynamicMembershipModel(MembershipModel):
+    static = False
+    protocol = RebalanceProtocol.COOPERATIVE
+
+
 TestStaticMembership = StaticMembershipModel.TestCase
 TestStaticMembership.settings = _SETTINGS
 TestDynamicMembership = DynamicMembershipModel.TestCase
 TestDynamicMembership.settings = _SETTINGS
+TestCooperativeStaticMembership = CooperativeStaticMembershipModel.TestCase
+TestCooperativeStaticMembership.settings = _SETTINGS
+TestCooperativeDynamicMembership = CooperativeDynamicMembershipModel.TestCase
+TestCooperativeDynamicMembership.settings = _SETTINGS

@@ -94,3 +94,13 @@ def test_serialising_settings_refuses_secrets_rather_than_writing_them() -> None
     settings = Settings.from_env(_sasl_env())
     with pytest.raises(TypeError, match="Secret"):
         msgspec.json.encode(settings)
+
+
+def test_an_unknown_keyword_whose_value_cannot_be_a_secret_is_shown() -> None:
+    """key_deserializer looks secret (KEY) but None or a function is no password: show it as it is."""
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env(_sasl_env(), key_deserializer=None, value_deserializer=len, sasl_pasword=1234)
+    shown = {problem.name: problem.value for problem in raised.value.problems}
+    assert shown["key_deserializer (keyword argument)"] == "None"
+    assert shown["value_deserializer (keyword argument)"] == repr(len)
+    assert shown["sasl_pasword (keyword argument)"] == "***", "a number may still be a password"

@@ -18,6 +18,7 @@ from staticconsumer.membership import (
     MembershipConfig,
     MembershipMachine,
     OffsetAndMetadata,
+    RebalanceProtocol,
     TopicPartition,
 )
 from staticconsumer.membership import actions as act
@@ -36,6 +37,13 @@ WALL0 = 1_700_000_000_000_000_000
 MONO0 = 1000.0
 T0 = TopicPartition("t", 0)
 T1 = TopicPartition("t", 1)
+COORDINATOR = ("kafka-2.internal", 9093)
+"""Where FindCoordinator says the coordinator is (``server.address`` of the requests that go there)."""
+
+
+def named(operation: str, destination: str = GROUP) -> str:
+    """A span's name: ``{operation} {destination}`` (the group for membership, the topic for commits)."""
+    return f"{operation} {destination}"
 
 
 def encode_assignment(partitions: Iterable[TopicPartition]) -> bytes:
@@ -105,7 +113,14 @@ class Telemetry:
 class Member:
     """One machine and its observer, fed events at a fake monotonic clock."""
 
-    def __init__(self, telemetry: Telemetry, *, instance_id: str | None = INSTANCE, **overrides: Any) -> None:
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        *,
+        instance_id: str | None = INSTANCE,
+        rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER,
+        **overrides: Any,
+    ) -> None:
         settings: dict[str, Any] = {
             "group_id": GROUP,
             "group_instance_id": instance_id,
@@ -115,7 +130,7 @@ class Member:
             "max_poll_interval_ms": 60_000,
         }
         settings.update(overrides)
-        self.m = MembershipMachine(MembershipConfig(**settings))
+        self.m = MembershipMachine(MembershipConfig(**settings), rebalance_protocol)
         self.now = MONO0
         self.wall0 = WALL0
         self.observer = TelemetryObserver(
@@ -145,7 +160,9 @@ class Member:
     def start_until_join(self) -> act.SendJoinGroup:
         lookup = one(self.feed(ev.Start, protocols=PROTOCOLS), act.FindCoordinator)
         self.now += 0.01
-        return one(self.feed(ev.FindCoordinatorResponse, token=lookup.token, node_id=1), act.SendJoinGroup)
+        host, port = COORDINATOR
+        found = self.feed(ev.FindCoordinatorResponse, token=lookup.token, node_id=1, host=host, port=port)
+        return one(found, act.SendJoinGroup)
 
     def join_answer(
         self,

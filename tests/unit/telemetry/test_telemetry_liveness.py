@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
-from telemetry_harness import INSTANCE, T0, T1, Member, Telemetry, one
+from telemetry_harness import INSTANCE, T0, T1, Member, Telemetry, named, one
 
 from staticconsumer.errors import ErrorCode, FencedInstanceIdError
 from staticconsumer.membership import OffsetAndMetadata
@@ -47,7 +47,7 @@ def test_failed_heartbeats_get_a_span_with_an_event_and_are_counted(otel: Teleme
     sent = member.now
     member.now += 0.2
     out = member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.NOT_COORDINATOR)
-    span = otel.span("Heartbeat")
+    span = otel.span(named("Heartbeat"))
     assert span.parent is None
     assert span.status.status_code is StatusCode.ERROR
     assert (span.start_time, span.end_time) == (member.ns(sent), member.ns(sent + 0.2))
@@ -62,7 +62,7 @@ def test_failed_heartbeats_get_a_span_with_an_event_and_are_counted(otel: Teleme
     unanswered = member.next_heartbeat()
     member.now += 1
     member.feed(ev.RequestFailed, token=unanswered.token, kind=FailureKind.TIMED_OUT)
-    errors = [(s.attributes or {})[a.ERROR_TYPE] for s in otel.spans("Heartbeat")]
+    errors = [(s.attributes or {})[a.ERROR_TYPE] for s in otel.spans(named("Heartbeat"))]
     assert errors == ["NOT_COORDINATOR", "REQUEST_TIMED_OUT"]
     assert otel.total(a.METRIC_HEARTBEAT_FAILURES) == 2
     assert otel.total(a.METRIC_HEARTBEAT_FAILURES, error__type="REQUEST_TIMED_OUT") == 1
@@ -84,12 +84,12 @@ def test_fenced_heartbeat_records_the_fencing_once_and_fails_the_commit_in_fligh
     out = member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.FENCED_INSTANCE_ID)
     assert isinstance(one(out, act.Fatal).error, FencedInstanceIdError)
 
-    heartbeat = otel.span("Heartbeat")
+    heartbeat = otel.span(named("Heartbeat"))
     (event,) = heartbeat.events
     assert event.name == a.EVENT_FENCED
     assert (event.attributes or {})[a.ERROR_TYPE] == "FENCED_INSTANCE_ID"
     assert event.timestamp == member.ns(fenced_at)
-    commit = otel.span("commit")
+    commit = otel.span(named("commit", "t"))
     assert commit.events == (), "the commit was failed by the fencing, it was not the fenced request"
     assert (commit.attributes or {})[a.ERROR_TYPE] == "FENCED_INSTANCE_ID"
     assert (commit.attributes or {})[a.COMMIT_KIND] == "application"
@@ -117,9 +117,9 @@ def test_fenced_commit_carries_the_fencing_event(otel: Telemetry) -> None:
     member.feed(
         ev.OffsetCommitResponse, token=send.token, partition_errors={T1: ErrorCode.FENCED_INSTANCE_ID}
     )
-    (event,) = otel.span("commit").events
+    (event,) = otel.span(named("commit", "t")).events
     assert event.name == a.EVENT_FENCED
-    assert otel.spans("fenced") == [], "the commit span carried it; no fallback span"
+    assert otel.spans(named("fenced")) == [], "the commit span carried it; no fallback span"
     assert otel.total(a.METRIC_FENCINGS) == 1
 
 
@@ -143,7 +143,7 @@ def test_commits_succeed_fail_or_are_refused_locally_each_with_one_span(otel: Te
     nothing = member.feed(ev.CommitRequested, commit_id=4, offsets={})
     assert one(nothing, act.CommitCompleted).error is None
 
-    spans = otel.spans("commit")
+    spans = otel.spans(named("commit", "t"))
     assert [(s.attributes or {}).get(a.ERROR_TYPE) for s in spans] == [
         None,
         "OFFSET_METADATA_TOO_LARGE",
@@ -182,7 +182,7 @@ def test_spans_follow_a_wall_clock_step_between_spans_but_never_within_one(otel:
     sync = one(member.join_answer(join), act.SendSyncGroup)
     member.now += 0.1
     member.sync_answer(sync, [T0])
-    root = otel.span("join")
+    root = otel.span(named("join"))
     assert root.end_time is not None
     assert root.start_time is not None
     assert root.end_time - root.start_time == 210_000_000, "one anchor for the whole span"
@@ -192,7 +192,7 @@ def test_spans_follow_a_wall_clock_step_between_spans_but_never_within_one(otel:
         member.feed(ev.CommitRequested, commit_id=1, offsets={T0: OffsetAndMetadata(1)}), act.SendOffsetCommit
     )
     member.feed(ev.OffsetCommitResponse, token=send.token, partition_errors={T0: 0})
-    commit = otel.span("commit")
+    commit = otel.span(named("commit", "t"))
     assert commit.start_time == member.ns(member.now), "the next span uses the corrected wall clock"
 
 

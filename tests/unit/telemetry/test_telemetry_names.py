@@ -11,6 +11,7 @@ from staticconsumer.membership import OffsetAndMetadata
 from staticconsumer.membership import actions as act
 from staticconsumer.membership import events as ev
 from staticconsumer.telemetry import attributes as a
+from staticconsumer.telemetry.topics import report_missing_topics
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "telemetry.md"
 
@@ -45,6 +46,11 @@ def a_busy_life(otel: Telemetry) -> None:
     member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     beat = member.next_heartbeat()
     member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.FENCED_INSTANCE_ID)
+    for change in (
+        {"missing": {"a"}, "newly_missing": {"a"}, "appeared": set()},
+        {"missing": set(), "newly_missing": set(), "appeared": {"a"}},
+    ):
+        report_missing_topics([member.observer], group_id="billing", **change)
 
 
 def test_every_emitted_name_is_defined_in_attributes_py() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from telemetry_harness import MEMBER, PROTOCOLS, T0, T1, Member, Telemetry, encode_assignment
+from telemetry_harness import MEMBER, PROTOCOLS, T0, T1, Member, Telemetry, encode_assignment, named
 
 from staticconsumer.errors import ErrorCode, FencedInstanceIdError
 from staticconsumer.membership import JoinGroupMember, OffsetAndMetadata
@@ -223,11 +223,11 @@ def test_any_life_leaves_well_formed_telemetry(data: st.DataObject) -> None:
     assert observer._episode is None, "no rebalance left open after the stop"
     assert observer._requests == {}
     assert observer._commits == {}
-    roots = [s for s in spans if s.name in ("join", "rebalance", "rejoin")]
+    roots = [s for s in spans if s.name in {named(k) for k in ("join", "rebalance", "rejoin")}]
     stable_rebalances = [
         s
         for s in roots
-        if (s.attributes or {}).get(a.REBALANCE_OUTCOME) == "stable" and s.name == "rebalance"
+        if (s.attributes or {}).get(a.REBALANCE_OUTCOME) == "stable" and s.name == named("rebalance")
     ]
     assert otel.total(a.METRIC_REBALANCES) == len(stable_rebalances)
     failed = [s for s in roots if (s.attributes or {}).get(a.REBALANCE_OUTCOME) == "failed"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
-from telemetry_harness import CLIENT_ID, GROUP, INSTANCE, MEMBER, T0, T1, Member, Telemetry, one
+from telemetry_harness import CLIENT_ID, GROUP, INSTANCE, MEMBER, T0, T1, Member, Telemetry, named, one
 
 from staticconsumer.errors import ErrorCode
 from staticconsumer.membership import JoinGroupMember, OffsetAndMetadata
@@ -24,10 +24,14 @@ def test_first_join_is_a_join_span_with_its_requests_as_children(otel: Telemetry
     started = member.now
     member.join_as_follower(generation=3)
 
-    root = otel.span("join")
+    root = otel.span(named("join"))
     assert root.kind is SpanKind.INTERNAL
     assert root.parent is None
-    assert [s.name for s in otel.children(root)] == ["FindCoordinator", "JoinGroup", "SyncGroup"]
+    assert [s.name for s in otel.children(root)] == [
+        named("FindCoordinator"),
+        named("JoinGroup"),
+        named("SyncGroup"),
+    ]
     attrs = root.attributes or {}
     assert attrs[a.MESSAGING_SYSTEM] == "kafka"
     assert attrs[a.MESSAGING_CONSUMER_GROUP_NAME] == GROUP
@@ -80,8 +84,8 @@ def test_dynamic_join_records_both_joins_of_kip_394_without_calling_the_first_a_
     sync = one(member.join_answer(second, member_id="m-1"), act.SendSyncGroup)
     member.sync_answer(sync, [T0])
 
-    root = otel.span("join")
-    joins = [s for s in otel.children(root) if s.name == "JoinGroup"]
+    root = otel.span(named("join"))
+    joins = [s for s in otel.children(root) if s.name == named("JoinGroup")]
     assert len(joins) == 2
     first_attrs = joins[0].attributes or {}
     assert first_attrs[a.KAFKA_ERROR_CODE] == ErrorCode.MEMBER_ID_REQUIRED
@@ -114,7 +118,7 @@ def test_rebalance_from_stable_revokes_commits_and_counts(otel: Telemetry) -> No
     member.sync_answer(sync, [T1])
     ended = member.now
 
-    root = otel.span("rebalance")
+    root = otel.span(named("rebalance"))
     attrs = root.attributes or {}
     assert attrs[a.REBALANCE_KIND] == "rebalance"
     assert attrs[a.REBALANCE_REASON] == "group is already rebalancing"
@@ -125,7 +129,7 @@ def test_rebalance_from_stable_revokes_commits_and_counts(otel: Telemetry) -> No
     assert root.start_time == member.ns(started), "the rebalance starts with the revoke, not the JoinGroup"
     assert root.end_time == member.ns(ended)
     children = otel.children(root)
-    assert [s.name for s in children] == ["commit", "JoinGroup", "SyncGroup"]
+    assert [s.name for s in children] == [named("commit", "t"), named("JoinGroup"), named("SyncGroup")]
     release = children[0].attributes or {}
     assert release[a.COMMIT_KIND] == "release"
     assert release[a.COMMIT_PARTITIONS] == 2
@@ -163,13 +167,13 @@ def test_static_member_replacing_itself_after_a_poll_timeout_is_a_rejoin_not_a_r
                 lost = action
     member.finish(lost)
     member.now += 30  # the application is stuck; no rebalance span is open meanwhile
-    assert [s.name for s in otel.spans() if s.parent is None] == ["join"]
+    assert [s.name for s in otel.spans() if s.parent is None] == [named("join")]
     join = one(member.feed(ev.PollCalled), act.SendJoinGroup)
     rejoined_at = member.now
     sync = one(member.join_answer(join, generation=4, member_id="billing-0-new"), act.SendSyncGroup)
     member.sync_answer(sync, [T0, T1])
 
-    root = otel.span("rejoin")
+    root = otel.span(named("rejoin"))
     attrs = root.attributes or {}
     assert attrs[a.REBALANCE_KIND] == "rejoin"
     assert (attrs[a.GENERATION_BEFORE], attrs[a.GENERATION_AFTER]) == (4, 4)
@@ -188,10 +192,10 @@ def test_leader_that_skips_assignment_says_so(otel: Telemetry) -> None:
     sync = one(out, act.SendSyncGroup)
     assert sync.assignments == ()
     member.sync_answer(sync, [T0])
-    attrs = otel.span("join").attributes or {}
+    attrs = otel.span(named("join")).attributes or {}
     assert attrs[a.LEADER] is True
     assert attrs[a.ASSIGNMENT_SKIPPED] is True
-    join_attrs = otel.span("JoinGroup").attributes or {}
+    join_attrs = otel.span(named("JoinGroup")).attributes or {}
     assert join_attrs[a.ASSIGNMENT_SKIPPED] is True
 
 
@@ -215,7 +219,7 @@ def test_leader_computing_the_assignment(otel: Telemetry) -> None:
         act.SendSyncGroup,
     )
     member.sync_answer(sync, [T0])
-    attrs = otel.span("join").attributes or {}
+    attrs = otel.span(named("join")).attributes or {}
     assert (attrs[a.LEADER], attrs[a.ASSIGNMENT_SKIPPED]) == (True, False)
 
 
@@ -226,12 +230,12 @@ def test_fenced_join_fails_the_join_with_the_fencing_on_the_join_group_span(otel
     out = member.join_answer(join, ErrorCode.FENCED_INSTANCE_ID)
     assert any(isinstance(x, act.Fatal) for x in out)
 
-    root = otel.span("join")
+    root = otel.span(named("join"))
     attrs = root.attributes or {}
     assert root.status.status_code is StatusCode.ERROR
     assert attrs[a.REBALANCE_OUTCOME] == "failed"
     assert attrs[a.ERROR_TYPE] == "FENCED_INSTANCE_ID"
-    join_span = otel.span("JoinGroup")
+    join_span = otel.span(named("JoinGroup"))
     assert (join_span.attributes or {})[a.ERROR_TYPE] == "FENCED_INSTANCE_ID"
     (fenced,) = join_span.events
     assert fenced.name == a.EVENT_FENCED
@@ -240,7 +244,7 @@ def test_fenced_join_fails_the_join_with_the_fencing_on_the_join_group_span(otel
     assert fenced.timestamp == member.ns(member.now)
     assert otel.total(a.METRIC_FENCINGS) == 1
     assert otel.total(a.METRIC_REBALANCE_FAILURES, error__type="FENCED_INSTANCE_ID") == 1
-    assert otel.spans("fenced") == [], "no fallback span when a request span carried the fencing"
+    assert otel.spans(named("fenced")) == [], "no fallback span when a request span carried the fencing"
 
 
 def test_retriable_join_errors_stay_inside_one_rebalance(otel: Telemetry) -> None:
@@ -254,8 +258,8 @@ def test_retriable_join_errors_stay_inside_one_rebalance(otel: Telemetry) -> Non
     retry = one(member.feed(ev.Tick), act.SendJoinGroup)
     sync = one(member.join_answer(retry), act.SendSyncGroup)
     member.sync_answer(sync, [T0])
-    root = otel.span("join")
-    joins = [s for s in otel.children(root) if s.name == "JoinGroup"]
+    root = otel.span(named("join"))
+    joins = [s for s in otel.children(root) if s.name == named("JoinGroup")]
     assert [s.status.status_code for s in joins] == [StatusCode.ERROR, StatusCode.UNSET]
     assert (joins[0].attributes or {})[a.ERROR_TYPE] == "COORDINATOR_LOAD_IN_PROGRESS"
     assert (root.attributes or {})[a.JOIN_ATTEMPTS] == 2
@@ -269,9 +273,9 @@ def test_stop_during_a_join_ends_it_as_stopped_and_abandons_the_open_request(ote
     member.now += 0.3
     out = member.feed(ev.Stop)
     assert any(isinstance(x, act.Stopped) for x in out)
-    root = otel.span("join")
+    root = otel.span(named("join"))
     assert (root.attributes or {})[a.REBALANCE_OUTCOME] == "stopped"
-    join_span = otel.span("JoinGroup")
+    join_span = otel.span(named("JoinGroup"))
     assert (join_span.attributes or {})[a.REQUEST_OUTCOME] == "abandoned"
     assert join_span.end_time == root.end_time == member.ns(member.now)
     assert otel.total(a.METRIC_REBALANCE_FAILURES) == 0
@@ -289,7 +293,7 @@ def test_release_commit_offsets_match_what_the_callback_returned(otel: Telemetry
     assert dict(commit.offsets) == {T0: OffsetAndMetadata(3)}
     member.now += 0.02
     member.feed(ev.OffsetCommitResponse, token=commit.token, partition_errors={T0: 0})
-    span = otel.span("commit")
+    span = otel.span(named("commit", "t"))
     assert span.parent is None, "a commit while stopping belongs to no rebalance"
     assert (span.attributes or {})[a.COMMIT_KIND] == "release"
     assert otel.total(a.METRIC_PARTITIONS_REVOKED, staticconsumer__partitions__reason="stop") == 2
@@ -307,12 +311,12 @@ def test_fenced_heartbeat_while_the_sync_is_out_fails_the_join_and_abandons_the_
     member.now += 0.5
     member.sync_answer(sync, [T0])  # the late answer changes nothing
 
-    root = otel.span("join")
+    root = otel.span(named("join"))
     assert (root.attributes or {})[a.REBALANCE_OUTCOME] == "failed"
     assert root.end_time == member.ns(ended)
-    sync_span = otel.span("SyncGroup")
+    sync_span = otel.span(named("SyncGroup"))
     assert (sync_span.attributes or {})[a.REQUEST_OUTCOME] == "abandoned"
     assert sync_span.end_time == member.ns(ended)
-    (fenced,) = otel.span("Heartbeat").events
+    (fenced,) = otel.span(named("Heartbeat")).events
     assert fenced.name == a.EVENT_FENCED
     assert otel.total(a.METRIC_REBALANCE_FAILURES, error__type="FENCED_INSTANCE_ID") == 1

@@ -27,11 +27,7 @@ KEYS = {
 }
 METRICS = {v for k, v in CONSTANTS.items() if k.startswith("METRIC_")}
 EVENTS = {v for k, v in CONSTANTS.items() if k.startswith("EVENT_")}
-SPANS = {v for k, v in CONSTANTS.items() if k.startswith("SPAN_")} | {
-    a.KIND_JOIN,
-    a.KIND_REBALANCE,
-    a.KIND_REJOIN,
-}
+SPANS = {v for k, v in CONSTANTS.items() if k.startswith("SPAN_")}
 
 
 def names_in(cell: str) -> set[str]:
@@ -144,6 +140,8 @@ def test_span_names_are_operation_then_destination() -> None:
     assert a.span_name(a.OPERATION_PROCESS, "orders") == "process orders"
     assert a.span_name(a.OPERATION_POLL, None) == "poll"
     assert a.SPAN_PROCESS.format(topic="orders") == "process orders"
+    assert a.SPAN_JOIN_GROUP.format(group="billing") == "JoinGroup billing"
+    assert a.SPAN_COMMIT.format(topic="orders") == a.span_name(a.OPERATION_COMMIT, "orders")
 
 
 def test_cli_prints_and_rewrites_the_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -80,6 +80,9 @@ public final class PeerConsumer {
         {"Discovered group coordinator", "coordinator"},
         {"Successfully joined group with generation", "joined"},
         {"Successfully synced group in generation", "synced"},
+        // group.protocol=consumer (KIP-848): the join answered, then the first assignment reconciled
+        {"transitioned from JOINING to RECONCILING", "joined"},
+        {"transitioned from RECONCILING to ACKNOWLEDGING", "synced"},
         {"to the committed offset", "offsets"},
         {"Resetting offset for partition", "offsets"},
     };

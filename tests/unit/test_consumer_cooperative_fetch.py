@@ -1,0 +1,172 @@
+"""The application side through cooperative rebalances, against a fetcher that behaves like aiokafka's
+(positions move when records are returned; ``assign`` forgets them; ``seek`` sets them).
+
+Each test would catch a skipped or re-read record: a partition kept through a rebalance must deliver every
+offset exactly once and in order, even when a fetch returns across the generation change; a revoked one
+must never commit past what the application saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka import ConsumerRecord
+from aiokafka.structs import TopicPartition as KafkaTopicPartition
+
+from staticconsumer.consumer import StaticConsumer
+from staticconsumer.membership import MemberState, ReleaseReason, TopicPartition
+from staticconsumer.runtime.owner import MemberSnapshot
+
+T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
+
+
+def record(tp: TopicPartition, offset: int) -> ConsumerRecord[Any, Any]:
+    return ConsumerRecord(tp.topic, tp.partition, offset, 0, 0, None, b"v", None, 1, 0, [])
+
+
+class AiokafkaLikeFetcher:
+    """Every partition holds offsets 0..999. Position: the next offset ``getmany`` returns."""
+
+    def __init__(self) -> None:
+        self._positions: dict[KafkaTopicPartition, int | None] = {}
+        self.paused: set[KafkaTopicPartition] = set()
+        self.during_fetch: Callable[[], None] | None = None
+        self.batch = 5
+
+    def assignment(self) -> set[KafkaTopicPartition]:
+        return set(self._positions)
+
+    def assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        self._positions = dict.fromkeys(partitions)  # aiokafka forgets positions on assign
+        self.paused = set()
+
+    def seek(self, tp: KafkaTopicPartition, offset: int) -> None:
+        self._positions[tp] = offset
+
+    async def position(self, tp: KafkaTopicPartition) -> int:
+        if self._positions[tp] is None:
+            await asyncio.sleep(0)  # the reset policy (earliest) takes a round trip
+            self._positions[tp] = 0
+        position = self._positions[tp]
+        assert position is not None
+        return position
+
+    def pause(self, *tps: KafkaTopicPartition) -> None:
+        self.paused.update(tps)
+
+    def resume(self, *tps: KafkaTopicPartition) -> None:
+        self.paused.difference_update(tps)
+
+    async def getmany(
+        self, *tps: KafkaTopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]]:
+        await asyncio.sleep(0)
+        hook, self.during_fetch = self.during_fetch, None
+        out = {}
+        for tp in tps:
+            if tp in self.paused or tp not in self._positions:
+                continue
+            start = self._positions[tp] or 0
+            out[tp] = [
+                record(TopicPartition(tp.topic, tp.partition), o) for o in range(start, start + self.batch)
+            ]
+            self._positions[tp] = start + self.batch  # returned to the caller: the position moves on
+        if hook is not None:
+            hook()  # the membership thread's calls land while this fetch was out
+        return out
+
+
+class Membership:
+    def poll_called(self) -> None:
+        pass
+
+
+def consumer_with(fetcher: AiokafkaLikeFetcher) -> StaticConsumer:
+    consumer = StaticConsumer("t", bootstrap_servers="127.0.0.1:1", group_id="g", group_instance_id="pod-0")
+    consumer._fetcher = fetcher  # type: ignore[assignment]
+    consumer._partitions.fetcher = fetcher  # type: ignore[assignment]
+    consumer._membership = Membership()  # type: ignore[assignment]
+    return consumer
+
+
+def stable(consumer: StaticConsumer, generation: int, owned: frozenset[TopicPartition]) -> None:
+    consumer._partitions.membership_changed(
+        MemberSnapshot(state=MemberState.STABLE, generation=generation, assignment=owned)
+    )
+
+
+async def delivered(consumer: StaticConsumer, into: dict[TopicPartition, list[int]]) -> None:
+    batch = await consumer.getmany(timeout_ms=50)
+    for tp, rows in batch.items():
+        into.setdefault(tp, []).extend(r.offset for r in rows)
+
+
+async def test_records_fetched_across_a_cooperative_generation_change_are_delivered_not_skipped() -> None:
+    fetcher = AiokafkaLikeFetcher()
+    consumer = consumer_with(fetcher)
+    partitions = consumer._partitions
+    await partitions.assign(frozenset({T0, T1}), frozenset({T0, T1}), 1, {T0: 0, T1: 0})
+    stable(consumer, 1, frozenset({T0, T1}))
+    seen: dict[TopicPartition, list[int]] = {}
+    await delivered(consumer, seen)
+
+    # The second round of a cooperative rebalance lands while a fetch is out: generation 2, T0 and T1
+    # kept, T2 added. The fetch's records of T0/T1 are past the fetcher's position already.
+    fetcher.during_fetch = lambda: stable(consumer, 2, frozenset({T0, T1}))
+    await delivered(consumer, seen)
+    await partitions.assign(frozenset({T2}), frozenset({T0, T1, T2}), 2, {T2: 0})
+    for _ in range(3):
+        await delivered(consumer, seen)
+
+    for tp in (T0, T1):
+        assert seen[tp] == list(range(len(seen[tp]))), f"{tp}: every offset once, in order"
+        assert len(seen[tp]) == 25
+    assert seen[T2] == list(range(len(seen[T2])))
+    assert consumer._partitions.positions()[T0].offset == 25
+
+
+async def test_a_partial_revoke_keeps_the_others_positions_and_pauses() -> None:
+    fetcher = AiokafkaLikeFetcher()
+    consumer = consumer_with(fetcher)
+    partitions = consumer._partitions
+    await partitions.assign(frozenset({T0, T1, T2}), frozenset({T0, T1, T2}), 1, {T0: 0, T1: 100, T2: 0})
+    stable(consumer, 1, frozenset({T0, T1, T2}))
+    consumer.pause(T2)
+    seen: dict[TopicPartition, list[int]] = {}
+    await delivered(consumer, seen)
+    assert set(seen) == {T0, T1}, "T2 is paused"
+
+    # Round one: T1 moves away. Stop fetching it at once; the others go on while its revoke runs.
+    partitions.stop_fetching(frozenset({T1}))
+    await delivered(consumer, seen)
+    assert seen[T1] == list(range(100, 105)), "nothing of T1 after it stopped"
+    positions = await partitions.revoke(frozenset({T1}), ReleaseReason.REBALANCE, collect_positions=True)
+    assert positions[T1].offset == 105, "exactly what the application saw is committed"
+    assert consumer.assignment() == {T0, T2}
+    assert T2 in {TopicPartition(tp.topic, tp.partition) for tp in fetcher.paused}, "T2 stays paused"
+
+    await delivered(consumer, seen)
+    await delivered(consumer, seen)
+    assert seen[T0] == list(range(20)), "T0 continued from where it was, no re-read after the reassign"
+    assert T2 not in seen
+    consumer.resume(T2)
+    await delivered(consumer, seen)
+    assert seen[T2] == list(range(5))
+
+
+async def test_records_of_a_partition_revoked_while_the_fetch_was_out_are_dropped_and_not_committed() -> None:
+    fetcher = AiokafkaLikeFetcher()
+    consumer = consumer_with(fetcher)
+    partitions = consumer._partitions
+    await partitions.assign(frozenset({T0, T1}), frozenset({T0, T1}), 1, {T0: 0, T1: 0})
+    stable(consumer, 1, frozenset({T0, T1}))
+    seen: dict[TopicPartition, list[int]] = {}
+    await delivered(consumer, seen)
+    fetcher.during_fetch = lambda: partitions.stop_fetching(frozenset({T1}))
+    await delivered(consumer, seen)
+    positions = await partitions.revoke(frozenset({T1}), ReleaseReason.REBALANCE, collect_positions=True)
+    assert seen[T1] == list(range(5)), "the fetch that raced the revoke delivered nothing of T1"
+    assert positions[T1].offset == 5, "the next owner starts right after what this one processed"
+    assert seen[T0] == list(range(10))

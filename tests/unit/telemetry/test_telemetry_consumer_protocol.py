@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
-from telemetry_harness import CLIENT_ID, GROUP, INSTANCE, Telemetry
+from telemetry_harness import CLIENT_ID, GROUP, INSTANCE, Telemetry, named
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "membership"))
 
@@ -77,9 +77,12 @@ def test_a_join_is_a_join_span_with_its_consumer_group_heartbeat_and_the_event_l
 ) -> None:
     h = Observed(otel)
     h.stable({T: [0, 1]}, epoch=4)
-    root = otel.span("join")
-    assert [s.name for s in otel.children(root)] == ["FindCoordinator", "ConsumerGroupHeartbeat"]
-    heartbeat = otel.span("ConsumerGroupHeartbeat")
+    root = otel.span(named("join"))
+    assert [s.name for s in otel.children(root)] == [
+        named("FindCoordinator"),
+        named("ConsumerGroupHeartbeat"),
+    ]
+    heartbeat = otel.span(named("ConsumerGroupHeartbeat"))
     assert heartbeat.kind is SpanKind.CLIENT
     attrs = heartbeat.attributes or {}
     assert (attrs[a.MEMBER_ID], attrs[a.GENERATION]) == (MEMBER, 4)
@@ -102,11 +105,11 @@ def test_a_reconciliation_is_a_rebalance_with_its_revoke_and_commit(otel: Teleme
     h.resolve(one([x for x in h.history if isinstance(x, act.ResolveTopicIds)][-1:], act.ResolveTopicIds))
     assigned = one(h.commit_answer(commit), act.PartitionsAssigned)
     h.finish(assigned)
-    rebalance = otel.span("rebalance")
+    rebalance = otel.span(named("rebalance"))
     attrs = rebalance.attributes or {}
     assert (attrs[a.GENERATION_BEFORE], attrs[a.GENERATION_AFTER]) == (1, 2)
     assert (attrs[a.PARTITIONS_REVOKED], attrs[a.PARTITIONS_ASSIGNED]) == (1, 1)
-    assert [s.name for s in otel.children(rebalance)] == ["commit"]
+    assert [s.name for s in otel.children(rebalance)] == ["commit t"]
     kinds = [type(r).__name__ for r in h.sink.records()]
     assert kinds.count("Revoked") == 1
     assert kinds.count("Committed") == 1
@@ -116,12 +119,12 @@ def test_a_failed_heartbeat_and_a_fencing_are_reported_as_under_the_classic_prot
     h = Observed(otel)
     h.stable({T: [0]})
     h.answer(h.next_heartbeat(), ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-    failed = otel.span("Heartbeat")
+    failed = otel.span(named("Heartbeat"))
     assert failed.status.status_code is StatusCode.ERROR
     assert (failed.attributes or {})[a.ERROR_TYPE] == "COORDINATOR_LOAD_IN_PROGRESS"
     beat = one(h.run_until(h.now + 1), act.SendConsumerGroupHeartbeat)
     h.answer(beat, ErrorCode.FENCED_INSTANCE_ID)
-    fenced = [s for s in otel.spans("Heartbeat") if any(e.name == a.EVENT_FENCED for e in s.events)]
+    fenced = [s for s in otel.spans(named("Heartbeat")) if any(e.name == a.EVENT_FENCED for e in s.events)]
     assert len(fenced) == 1
     kinds = [type(r).__name__ for r in h.sink.records()]
     assert kinds.count("HeartbeatFailed") == 2
@@ -137,4 +140,4 @@ def test_a_static_stop_is_a_leave_in_the_event_log(otel: Telemetry) -> None:
     h.answer(leave, epoch=-2)
     kinds = [type(r).__name__ for r in h.sink.records()]
     assert kinds[-3:] == ["Revoked", "Leaving", "Stopped"]
-    assert not otel.spans("Heartbeat"), "a leave is no failed heartbeat"
+    assert not otel.spans(named("Heartbeat")), "a leave is no failed heartbeat"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from telemetry_harness import MEMBER, T0, T1, Member, Telemetry, one
+from telemetry_harness import MEMBER, T0, T1, Member, Telemetry, named, one
 
 from staticconsumer.membership import RebalanceProtocol, TopicPartition
 from staticconsumer.membership import actions as act
@@ -16,7 +16,7 @@ def test_the_rebalance_span_names_the_protocol_and_counts_only_what_moved() -> N
     otel = Telemetry()
     member = Member(otel, rebalance_protocol=RebalanceProtocol.COOPERATIVE)
     member.join_as_follower(partitions=(T0, T1), generation=1)
-    assert (otel.span("join").attributes or {})[a.REBALANCE_PROTOCOL] == "cooperative"
+    assert (otel.span(named("join")).attributes or {})[a.REBALANCE_PROTOCOL] == "cooperative"
 
     member.now += 1.0
     join = one(member.feed(ev.RequestRejoin, reason="a member joined"), act.SendJoinGroup)
@@ -25,7 +25,7 @@ def test_the_rebalance_span_names_the_protocol_and_counts_only_what_moved() -> N
     assigned = one(member.finish(revoked), act.PartitionsAssigned)
     member.finish(assigned)
 
-    attrs = otel.span("rebalance").attributes or {}
+    attrs = otel.span(named("rebalance")).attributes or {}
     assert attrs[a.REBALANCE_PROTOCOL] == "cooperative"
     assert attrs[a.PARTITIONS_REVOKED] == 1, "only T0 moved away"
     assert attrs[a.PARTITIONS_ASSIGNED] == 1, "only T2 is new"
@@ -35,4 +35,4 @@ def test_the_rebalance_span_names_the_protocol_and_counts_only_what_moved() -> N
 def test_an_eager_member_says_so_too() -> None:
     otel = Telemetry()
     Member(otel).join_as_follower()
-    assert (otel.span("join").attributes or {})[a.REBALANCE_PROTOCOL] == "eager"
+    assert (otel.span(named("join")).attributes or {})[a.REBALANCE_PROTOCOL] == "eager"

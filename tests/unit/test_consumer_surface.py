@@ -26,8 +26,9 @@ OURS = {
     "rebalance_protocol",
     "connection_state",
     "missing_topics",
+    "processing",
 }
-"""Public members aiokafka does not have: membership state and connection diagnosis."""
+"""Public members aiokafka does not have: membership state, connection diagnosis, a record's span."""
 
 
 def _public(cls: type) -> set[str]:

@@ -19,7 +19,6 @@ import re
 import ssl
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -27,6 +26,7 @@ import msgspec
 
 from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
 from assignors.registry import names as registered_assignors
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import InvalidGroupInstanceIdError, SettingProblem, SettingsError
 from staticconsumer.membership.config import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,

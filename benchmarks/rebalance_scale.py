@@ -7,7 +7,14 @@ Modes, interleaved in one run (each repeat rotates their order, every scenario a
   eager protocol: every member revokes everything before it rejoins;
 * ``staticconsumer-cooperative``: StaticConsumer with cooperative-sticky alone (KIP-429);
 * ``java-cooperative``: Java's KafkaConsumer (kafka-clients at the broker's version) with
-  cooperative-sticky.
+  cooperative-sticky;
+* ``staticconsumer-consumer`` and ``java-consumer``: the consumer group protocol (KIP-848,
+  ``group_protocol=consumer`` / ``group.protocol=consumer``, Kafka 4.0+): the broker assigns (its default
+  assignor) and owns the session timeout and heartbeat interval (``group.consumer.*``: the broker's
+  defaults, a 5 s heartbeat), so ``--session-ms``/``--heartbeat-ms`` do not apply to them. A member
+  learns of a change at its next heartbeat: revokes, then the newcomer's partitions, each up to an
+  interval later. Settled also means the coordinator sees the group Stable with every member's
+  assignment equal to its target; their ``generations`` are member epochs.
 
 Every member is a static member in a process of its own (``python -m benchmarks.rebalance_scale member``
 or the Java oracle module's PeerConsumer) and reports its listener calls and consumed records as JSON
@@ -51,13 +58,25 @@ import msgspec
 from benchmarks.common import RESULTS, ROOT, Environment, Spread, environment, spread
 
 NAME = "rebalance_scale"
-MODES = ("staticconsumer-eager", "staticconsumer-cooperative", "java-cooperative")
+MODES = (
+    "staticconsumer-eager",
+    "staticconsumer-cooperative",
+    "java-cooperative",
+    "staticconsumer-consumer",
+    "java-consumer",
+)
 EVENTS = ("scale-out", "scale-in")
 ASSIGNORS = {
     "staticconsumer-eager": ["range", "cooperative-sticky"],
     "staticconsumer-cooperative": ["cooperative-sticky"],
 }
 BIN_SECONDS = 0.5
+
+
+def consumer_protocol(mode: str) -> bool:
+    """The KIP-848 modes: the broker assigns, member epochs instead of generations."""
+    return mode.endswith("-consumer")
+
 
 Partition = tuple[str, int]
 
@@ -162,14 +181,20 @@ async def _member(args: argparse.Namespace) -> int:
         def on_partitions_lost(self, lost: frozenset[Any]) -> None:
             _say("lost", partitions=partitions(lost))
 
+    if args.group_protocol == "consumer":  # the broker assigns and owns session and heartbeat
+        protocol: dict[str, Any] = {"group_protocol": "consumer"}
+    else:
+        protocol = {
+            "assignors": args.assignors.split(","),
+            "session_timeout_ms": args.session_ms,
+            "heartbeat_interval_ms": args.heartbeat_ms,
+        }
     consumer = StaticConsumer(
         args.topic,
         bootstrap_servers=args.bootstrap,
         group_id=args.group,
         group_instance_id=args.instance,
-        assignors=args.assignors.split(","),
-        session_timeout_ms=args.session_ms,
-        heartbeat_interval_ms=args.heartbeat_ms,
+        **protocol,
         auto_offset_reset="earliest",
         enable_auto_commit=True,
         auto_commit_interval_ms=1000,
@@ -345,10 +370,18 @@ def last_generation(member: Any) -> int | None:
 
 
 async def until_settled(
-    members: dict[str, Any], expected: set[Partition], since: float, quiet: float, limit: float
+    members: dict[str, Any],
+    expected: set[Partition],
+    since: float,
+    quiet: float,
+    limit: float,
+    converged: Callable[[], bool] | None = None,
 ) -> float:
     """Wait until every partition is owned exactly once, in one generation, with no listener call for
-    ``quiet`` seconds and at least one after ``since``; returns the time of the last listener call."""
+    ``quiet`` seconds and at least one after ``since``; returns the time of the last listener call.
+
+    ``converged`` (the consumer protocol) replaces "one generation": member epochs differ by design and
+    a member learns of a change only at its next heartbeat, so the coordinator must see it done."""
     deadline = time.time() + limit
     while True:
         changes = _ownership_changes(members)
@@ -357,7 +390,11 @@ async def until_settled(
         once = all(len(owners.get(p, set())) == 1 for p in expected)
         generations = {last_generation(m) for m in members.values()}
         moved = [c for c in changes if c[0] > since and c[2] != "stopped"]
-        if once and len(generations) == 1 and None not in generations and moved:
+        if converged is not None:
+            agreed = converged() and None not in generations
+        else:
+            agreed = len(generations) == 1 and None not in generations
+        if once and agreed and moved:
             last = moved[-1][0]
             if now - last >= quiet:
                 return last
@@ -373,6 +410,8 @@ class GroupWatch:
     def __init__(self, bootstrap: str, group: str) -> None:
         self.bootstrap, self.group = bootstrap, group
         self.states: list[tuple[float, str]] = []
+        self.latest: Any = None
+        """The last GroupDescription."""
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> GroupWatch:
@@ -387,7 +426,22 @@ class GroupWatch:
             with contextlib.suppress(Exception):
                 described = await self._admin.describe_group(self.group)
                 self.states.append((time.time(), described.state))
+                self.latest = described
             await asyncio.sleep(0.1)
+
+    def converged(self, members: set[str]) -> Callable[[], bool]:
+        """A consumer group Stable with exactly ``members`` (instance ids), each owning its target."""
+
+        def check() -> bool:
+            group = self.latest
+            return (
+                group is not None
+                and group.state == "Stable"
+                and {m.group_instance_id for m in group.members} == members
+                and all(m.assignment == m.target_assignment for m in group.members)
+            )
+
+        return check
 
     def rebalance_started(self, after: float) -> float | None:
         return next((t for t, state in self.states if t >= after and state != "Stable"), None)
@@ -485,15 +539,17 @@ def _start_member(mode: str, kafka: Any, topic: str, group: str, instance: str, 
             assignor="cooperative-sticky",
             session_ms=s.session_ms,
             heartbeat_ms=s.heartbeat_ms,
+            protocol="consumer" if consumer_protocol(mode) else "classic",
         )
     return PythonMember.start(
         bootstrap=kafka.bootstrap_servers,
         topic=topic,
         group=group,
         instance=instance,
-        assignors=",".join(ASSIGNORS[mode]),
+        assignors=",".join(ASSIGNORS.get(mode, ["range"])),
         session_ms=s.session_ms,
         heartbeat_ms=s.heartbeat_ms,
+        group_protocol="consumer" if consumer_protocol(mode) else "classic",
     )
 
 
@@ -518,10 +574,14 @@ async def run_scenario(kafka: Any, mode: str, n: int, repeat: int, s: Settings) 
     watch = await GroupWatch(kafka.bootstrap_servers, group).start()
     members: dict[str, Any] = {}
     events: list[EventResult] = []
+
+    def converged(names: Iterable[str]) -> Callable[[], bool] | None:
+        return watch.converged(set(names)) if consumer_protocol(mode) else None
+
     try:
         for i in range(n):
             members[f"m{i}"] = _start_member(mode, kafka, topic, group, f"m{i}", s)
-        await until_settled(members, expected, 0.0, s.quiet_seconds, s.limit_seconds)
+        await until_settled(members, expected, 0.0, s.quiet_seconds, s.limit_seconds, converged(members))
         await asyncio.sleep(s.baseline_seconds)
 
         # scale-out: member n joins
@@ -530,7 +590,9 @@ async def run_scenario(kafka: Any, mode: str, n: int, repeat: int, s: Settings) 
         newcomer = f"m{n}"
         members[newcomer] = _start_member(mode, kafka, topic, group, newcomer, s)
         t0 = await _started(members[newcomer], s.limit_seconds)
-        settled = await until_settled(members, expected, t0, s.quiet_seconds, s.limit_seconds)
+        settled = await until_settled(
+            members, expected, t0, s.quiet_seconds, s.limit_seconds, converged(members)
+        )
         events.append(
             _event_result("scale-out", members, expected, before, t0, settled, s, generation, watch)
         )
@@ -547,7 +609,9 @@ async def run_scenario(kafka: Any, mode: str, n: int, repeat: int, s: Settings) 
         else:
             await asyncio.to_thread(leaving.stop, 30.0, True)
         staying = {k: v for k, v in members.items() if k != newcomer}
-        settled = await until_settled(staying, expected, t0, s.quiet_seconds, s.limit_seconds)
+        settled = await until_settled(
+            staying, expected, t0, s.quiet_seconds, s.limit_seconds, converged(staying)
+        )
         result = _event_result("scale-in", members, expected, before, t0, settled, s, generation, watch)
         events.append(result)
         return Run(repeat, mode, events)
@@ -623,6 +687,20 @@ def targets(runs: list[Run], summaries: list[Summary]) -> list[Target]:
             else "not measured"
         )
         out.append(Target(f"{event}: staticconsumer cooperative settles no slower than Java's", met, detail))
+    for event in EVENTS:
+        ours = by[("staticconsumer-consumer", event)].settle_seconds
+        java = by[("java-consumer", event)].settle_seconds
+        if ours is None and java is None:
+            continue  # the consumer protocol was not run (--modes)
+        met = ours is not None and java is not None and ours.median <= java.median
+        detail = (
+            f"median {ours.median:.2f} s against Java's {java.median:.2f} s"
+            if ours is not None and java is not None
+            else "not measured"
+        )
+        out.append(
+            Target(f"{event}: staticconsumer consumer protocol settles no slower than Java's", met, detail)
+        )
     return out
 
 
@@ -646,7 +724,7 @@ def plot(report: Report, path: Path) -> bool:
         ("records/s dip (1 = a full stop)", lambda e: e.dip),
         ("seconds to settle", lambda e: e.settle_seconds),
     ]
-    figure, axes = plt.subplots(2, 2, figsize=(14, 9))
+    figure, axes = plt.subplots(2, 2, figsize=(18, 9))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     width = 0.8 / len(sizes)
     for axis, (title, value) in zip(axes.flat, panels, strict=True):
@@ -680,7 +758,7 @@ def plot(report: Report, path: Path) -> bool:
     s = sizes[0].settings
     figure.suptitle(
         f"Scale-out N -> N+1 and scale-in N+1 -> N under load ({s.partitions_per_member} partitions per "
-        f"member, {s.records_per_second} records/s, session {s.session_ms / 1000:.0f} s)"
+        f"member, {s.records_per_second} records/s, classic session {s.session_ms / 1000:.0f} s)"
     )
     figure.tight_layout()
     figure.savefig(path, dpi=80)
@@ -737,6 +815,7 @@ def main(argv: list[str] | None = None) -> int:
             member.add_argument(option, required=True)
         member.add_argument("--session-ms", type=int, required=True)
         member.add_argument("--heartbeat-ms", type=int, required=True)
+        member.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
         logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         return asyncio.run(_member(member.parse_args(argv[1:])))

@@ -463,20 +463,23 @@ def _leader_restart_growth(report: Any, figures: set[str]) -> list[str]:
 
 def _rebalance_scale(report: Any, figures: set[str]) -> list[str]:
     out = [
-        "## Scale-out and scale-in: eager against cooperative",
+        "## Scale-out and scale-in: eager, cooperative and the consumer protocol",
         "",
         "N static members, each in its own process, on a topic of a few partitions per member under a steady "
         "producer; member N joins (scale-out), then leaves again (scale-in: `stop(leave_group=True)`; a "
         "static Java member is closed and then removed by a LeaveGroup naming its instance id, as Kafka "
         "Streams does). Modes, interleaved in one run: StaticConsumer eager (the default assignors, range "
-        "first), StaticConsumer cooperative (cooperative-sticky alone, KIP-429) and Java's KafkaConsumer "
-        "with cooperative-sticky (`benchmarks/rebalance_scale.py`). Columns: **moved**, partitions whose "
+        "first), StaticConsumer cooperative (cooperative-sticky alone, KIP-429), Java's KafkaConsumer "
+        "with cooperative-sticky, and StaticConsumer and Java on the consumer protocol (KIP-848, the "
+        "broker's assignor, session timeout and 5 s heartbeat) (`benchmarks/rebalance_scale.py`). "
+        "Columns: **moved**, partitions whose "
         "owner changed; **paused**, partitions owned by nobody at some moment; **paused p-s**, their "
         "partition-seconds owned by nobody; **dip**, 1 - the lowest records/s in half-second bins during "
         "the rebalance over the rate before it (1: consumption stopped for a whole bin); **settle**, "
         "seconds from the start of the rebalance (the coordinator first seen out of Stable) to its last "
         "listener call; **to rebalance**, seconds from the event (the new process's start, the stop "
-        "command) to that start; **generations** the rebalance took.",
+        "command) to that start; **generations** the rebalance took (member epochs under the consumer "
+        "protocol).",
         "",
     ]
     for size in report.sizes:

@@ -208,6 +208,8 @@ class ConsumerGroupMachine:
         self._sent: dict[int, _Sent] = {}
         self._subscription_acked: tuple[tuple[str, ...], str | None] | None = None
         self._owned_acked: frozenset[TopicPartition] | None = None
+        self._regex_sent = False
+        """A regex reached the broker: it stays there until an empty one replaces it (null: unchanged)."""
 
         # the target and its reconciliation
         self._target: dict[UUID, frozenset[int]] | None = None
@@ -217,6 +219,9 @@ class ConsumerGroupMachine:
         self._resolve_retry_at: float | None = None
         self._assigning: int | None = None
         self._step_done = False
+        self._assign_after_revoke = False
+        """A revoke step ends with an assign step even if nothing is new (as Java's does, and the classic
+        protocol): the listener hears on_partitions_assigned, observers see the reconciliation end."""
         self._ack_request_id: int | None = None
 
         # liveness, static membership, stopping
@@ -621,6 +626,7 @@ class ConsumerGroupMachine:
         self._target = None
         self._assigning = None
         self._step_done = False
+        self._assign_after_revoke = False
         self._ack_request_id = None
         self._urgent = False
         self._full = True
@@ -696,6 +702,11 @@ class ConsumerGroupMachine:
             purpose, subscription if send_subscription else None, owned if send_owned else None
         )
         names, regex = subscription
+        if send_subscription:
+            if regex is not None:
+                self._regex_sent = True
+            elif self._regex_sent:
+                regex = ""  # as Java does: the broker adds names to a regex it holds, "" drops it
         self._emit(
             act.SendConsumerGroupHeartbeat(
                 token=token,
@@ -1059,12 +1070,14 @@ class ConsumerGroupMachine:
             # hears only of what changes.
             self._emit_all(ownership.revoke(delta.revoke, ReleaseReason.REBALANCE, everything=False))
             self._step_done = True
+            self._assign_after_revoke = True
             return
         if self.target_unresolved and self._requests.has(RequestKind.METADATA):
             # Revoking needs no names (every owned topic has one); for what is new, one step for the whole
             # target rather than two while its names are being looked up.
             return
-        if delta.assign or not ownership.holding:
+        if delta.assign or not ownership.holding or self._assign_after_revoke:
+            self._assign_after_revoke = False
             self._phase = MemberState.RECONCILING
             log.info(
                 "group %s: epoch %d assigns %d partitions (%d kept)",

@@ -663,7 +663,9 @@ class TelemetryObserver(MembershipObserver):
         before = self._last_stable_generation
         if before is None:
             kind = a.KIND_JOIN
-        elif before != generation:
+        elif before != generation or episode.revoked:
+            # KIP-848: a revoke-only reconciliation ends at the epoch it started at (the member's epoch
+            # moves once the broker has the release), and it is still a rebalance
             kind = a.KIND_REBALANCE
         else:
             kind = a.KIND_REJOIN

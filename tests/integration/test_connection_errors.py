@@ -470,6 +470,47 @@ async def test_a_commit_the_acls_refuse_names_the_topic_and_the_consumer_goes_on
         await consumer.stop()
 
 
+async def test_the_consumer_protocol_is_checked_the_same_and_joins_with_the_acls_a_consumer_needs(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    """group_protocol=consumer: refused before its first heartbeat without READ on the group, named as
+    under the classic protocol; with READ on topic and group it joins (ConsumerGroupHeartbeat), resolves
+    the topic ids of its assignment and commits."""
+    sasl_kafka.create_topic(unique_topic, 2)
+    sasl_kafka.grant("User:dave", "TOPIC", unique_topic, "READ")
+
+    def as_dave() -> StaticConsumer:
+        return StaticConsumer(
+            unique_topic,
+            bootstrap_servers=sasl_kafka.bootstrap_servers,
+            group_id=unique_group,
+            group_instance_id="dave-0",
+            group_protocol="consumer",
+            **sasl_kafka.sasl_settings("dave", "SCRAM-SHA-256"),
+        )
+
+    refused = await _eventually_raises(lambda: _start_and_stop(as_dave()), GroupAuthorizationFailedError)
+    assert f"User:dave needs READ on Group:{unique_group}" in str(refused)
+
+    sasl_kafka.grant("User:dave", "GROUP", unique_group, "READ")
+    consumer = as_dave()
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            await consumer.start()
+            break
+        except GroupAuthorizationFailedError:
+            assert time.monotonic() < deadline, "the granted ACL never took effect"
+            await asyncio.sleep(0.3)
+    try:
+        await until_assigned(consumer, within=60)
+        assert consumer.assignment() == {TopicPartition(unique_topic, p) for p in range(2)}
+        assert consumer.generation >= 1, "a member epoch"
+        await consumer.commit({TopicPartition(unique_topic, 0): 0})
+    finally:
+        await consumer.stop()
+
+
 # -- TLS ---------------------------------------------------------------------------------------------
 
 

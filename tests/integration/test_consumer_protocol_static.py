@@ -67,7 +67,10 @@ async def test_two_processes_with_one_instance_id_and_a_clean_restart(kafka_brok
         since = time.monotonic()
         twin.start()
         try:
-            await wait_for_async(lambda: bool(twin.of("fatal")), 60, "the second process gives up")
+            # it exits on its own (code 4): a SIGTERM right after its "fatal" line would race its exit
+            await wait_for_async(
+                lambda: bool(twin.of("fatal")) and not twin.running, 60, "the second process gives up, exits"
+            )
         finally:
             await asyncio.to_thread(twin.stop)
         assert twin.process is not None

@@ -255,3 +255,52 @@ async def test_a_fenced_member_records_the_fencing(
     assert attrs(span)[a.ERROR_TYPE] == "FENCED_INSTANCE_ID"
     assert otel.total(a.METRIC_FENCINGS, "dup") == 1
     assert otel.total(a.METRIC_PARTITIONS_LOST, "dup", staticconsumer__partitions__reason="fenced") == 2
+
+
+async def test_the_consumer_protocol_records_its_join_heartbeats_and_reconciliation(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    """group_protocol=consumer on the real broker: the join span's requests are FindCoordinator and
+    ConsumerGroupHeartbeat (named ``ConsumerGroupHeartbeat {group}``, at the coordinator), and a second
+    member's arrival is a rebalance span on the first with what it revoked."""
+    topic = create_topic(partitions=2)
+    otel = Otel()
+
+    def member(instance: str) -> StaticConsumer:
+        return StaticConsumer(
+            topic,
+            bootstrap_servers=kafka_broker.bootstrap_servers,
+            group_id=unique_group,
+            group_instance_id=instance,
+            group_protocol="consumer",
+            telemetry=otel.observer(f"client-{instance}"),
+        )
+
+    first = member("a")
+    async with first:
+        await until_assigned(first)
+        (join,) = otel.roots("a")
+        assert join.name == f"join {unique_group}"
+        j = attrs(join)
+        assert (j[a.GENERATION_AFTER], j[a.PARTITIONS_ASSIGNED]) == (first.generation, 2)
+        assert otel.children(join) == ["FindCoordinator", "ConsumerGroupHeartbeat"]
+        beat = otel.children_spans(join)[1]
+        host, port = kafka_broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
+        assert beat.name == f"ConsumerGroupHeartbeat {unique_group}"
+        assert (attrs(beat)[a.SERVER_ADDRESS], attrs(beat)[a.SERVER_PORT]) == (host, int(port))
+        assert attrs(beat)[a.MEMBER_ID] == first.member_id
+
+        second = member("b")
+        async with second:
+            await until_assigned(second, within=60)  # the first releases at its next heartbeat (5 s)
+            assert len(first.assignment()) == 1
+            await eventually(lambda: len(otel.roots("a")) > 1, 10, "the first member's rebalance span ends")
+            rebalances = otel.roots("a")[1:]
+            assert len(rebalances) == 1, "the first member's reconciliation is one rebalance span"
+            r = attrs(rebalances[0])
+            assert rebalances[0].name == f"rebalance {unique_group}"
+            assert (r[a.PARTITIONS_REVOKED], r[a.PARTITIONS_ASSIGNED]) == (1, 0)
+            # the revoke comes at the member's epoch: it moves on once the broker has the release
+            assert r[a.GENERATION_BEFORE] == j[a.GENERATION_AFTER]
+            assert r[a.GENERATION_AFTER] >= r[a.GENERATION_BEFORE]
+            assert otel.total(a.METRIC_PARTITIONS_REVOKED, "a") == 1

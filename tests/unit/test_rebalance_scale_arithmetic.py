@@ -3,12 +3,16 @@ partition-seconds owned by nobody, the records/s dip, and the targets."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from benchmarks.rebalance_scale import (
     EventResult,
+    GroupWatch,
     Run,
     _ownership_changes,
     lowest_rate,
@@ -16,6 +20,7 @@ from benchmarks.rebalance_scale import (
     summarise,
     targets,
     unowned_seconds,
+    until_settled,
 )
 
 T = "t"
@@ -91,3 +96,57 @@ def test_targets_need_only_moved_partitions_paused_and_a_settle_no_slower_than_j
     assert verdicts == [True, True, False], "scale-in settles slower than Java's here"
     runs[0].events[0].paused_partitions = 5
     assert not targets(runs, summarise(runs))[0].met
+
+
+def test_the_consumer_protocol_modes_get_their_own_target_only_when_run() -> None:
+    def both(settle: float) -> list[EventResult]:
+        return [EventResult(event=e, settle_seconds=settle) for e in ("scale-out", "scale-in")]
+
+    runs = [Run(0, "staticconsumer-cooperative", both(1.0)), Run(0, "java-cooperative", both(1.0))]
+    assert not [t for t in targets(runs, summarise(runs)) if "consumer protocol" in t.target]
+    runs += [Run(0, "staticconsumer-consumer", both(2.0)), Run(0, "java-consumer", both(3.0))]
+    verdicts = {t.target: t.met for t in targets(runs, summarise(runs)) if "consumer protocol" in t.target}
+    assert list(verdicts.values()) == [True, True]
+    runs[-1] = Run(0, "java-consumer", both(1.5))
+    verdicts = {t.target: t.met for t in targets(runs, summarise(runs)) if "consumer protocol" in t.target}
+    assert list(verdicts.values()) == [False, False]
+
+
+def _described(state: str, *members: tuple[str, list[int], list[int]]) -> Any:
+    return SimpleNamespace(
+        state=state,
+        members=[
+            SimpleNamespace(group_instance_id=name, assignment=owned, target_assignment=target)
+            for name, owned, target in members
+        ],
+    )
+
+
+def test_a_consumer_group_converges_when_stable_with_every_member_at_its_target() -> None:
+    watch = GroupWatch("unused:9092", "g")
+    converged = watch.converged({"m0", "m1"})
+    assert not converged(), "nothing described yet"
+    watch.latest = _described("Reconciling", ("m0", [0], [0]), ("m1", [], [1]))
+    assert not converged()
+    watch.latest = _described("Stable", ("m0", [0], [0]))
+    assert not converged(), "a member missing"
+    watch.latest = _described("Stable", ("m0", [0], [0]), ("m1", [], [1]))
+    assert not converged(), "m1 has not acknowledged its target"
+    watch.latest = _described("Stable", ("m0", [0], [0]), ("m1", [1], [1]))
+    assert converged()
+
+
+def test_the_consumer_protocol_settles_on_the_coordinators_word_not_on_one_generation() -> None:
+    now = time.time() - 10
+    # member epochs differ by design: m0 was last assigned at epoch 3, m1 at epoch 5
+    members = {
+        "m0": Reports(call("assigned", now, 0, gen=3)),
+        "m1": Reports(call("assigned", now + 1, 1, gen=5)),
+    }
+    expected = {(T, 0), (T, 1)}
+    with pytest.raises(TimeoutError):
+        asyncio.run(until_settled(members, expected, now - 1, 0.1, 0.3))
+    done = asyncio.run(until_settled(members, expected, now - 1, 0.1, 5, converged=lambda: True))
+    assert done == now + 1
+    with pytest.raises(TimeoutError):
+        asyncio.run(until_settled(members, expected, now - 1, 0.1, 0.3, converged=lambda: False))

@@ -119,16 +119,21 @@ def test_a_new_target_revokes_first_commits_then_assigns_and_never_touches_what_
     assert h.m.committed_offsets == {tp("t", 0): 42}
 
 
-def test_a_revoke_only_step_is_acknowledged_once_its_commit_is_answered() -> None:
+def test_a_revoke_only_step_is_acknowledged_once_its_commit_is_answered_and_assigned_heard() -> None:
     h = ConsumerHarness()
     h.stable({T: [0, 1]})
     out = h.answer(h.next_heartbeat(), epoch=2, assignment={T: [1]})
     revoked = one(out, act.PartitionsRevoked)
     commit = one(h.finish(revoked, t0=7), act.SendOffsetCommit)
     assert not h.sent(act.SendConsumerGroupHeartbeat)[3:], "no acknowledgement while the commit is out"
-    ack = one(h.commit_answer(commit), act.SendConsumerGroupHeartbeat)
+    assigned = one(h.commit_answer(commit), act.PartitionsAssigned)
+    # nothing new, and still on_partitions_assigned (empty), as Java's consumer and the classic protocol
+    # do: the reconciliation has an end the listener and the observers see
+    assert (assigned.partitions, assigned.owned, assigned.generation) == (frozenset(), {tp("t", 1)}, 2)
+    assert not h.sent(act.SendConsumerGroupHeartbeat)[3:], "no acknowledgement before the callback"
+    ack = one(h.finish(assigned), act.SendConsumerGroupHeartbeat)
     assert (ack.purpose, owned_of(ack)) == ("acknowledge", {T: [1]})
-    assert not of(h.history, act.PartitionsAssigned)[1:], "nothing new: no assigned callback"
+    assert not of(h.run_until(h.now + 1), act.PartitionsAssigned), "one assigned callback per step"
 
 
 def test_a_target_that_changes_during_a_revoke_is_reconciled_against_the_latest_one() -> None:
@@ -180,8 +185,28 @@ def test_a_pattern_goes_to_the_broker_and_a_subscription_change_goes_out_at_once
     h.stable({T: [0]}, join=join)
     out = h.feed(ev.UpdateProtocols, protocols=(), reason="subscribe", topics=frozenset({"t", "v"}))
     beat = one(out, act.SendConsumerGroupHeartbeat)
-    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == (("t", "v"), None)
+    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == (("t", "v"), ""), (
+        "null would leave the broker the regex beside the names: an empty one drops it"
+    )
     assert beat.owned is None
+
+
+def test_unsubscribing_from_a_pattern_drops_the_regex_and_names_only_never_send_one() -> None:
+    h = ConsumerHarness()
+    join = h.start_until_join(topics=(), pattern="orders-.*")
+    h.stable({T: [0]}, join=join)
+    out = h.feed(ev.UpdateProtocols, protocols=(), reason="unsubscribe", topics=frozenset())
+    beat = one(out, act.SendConsumerGroupHeartbeat)
+    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == ((), "")
+
+    named = ConsumerHarness()
+    join = named.start_until_join()
+    named.stable(join=join)
+    out = named.feed(ev.UpdateProtocols, protocols=(), reason="subscribe", topics=frozenset({"t"}))
+    beat = one(out, act.SendConsumerGroupHeartbeat)
+    assert (beat.subscribed_topic_names, beat.subscribed_topic_regex) == (("t",), None), (
+        "a v0 broker refuses any regex field: a member that never sent one sends none"
+    )
 
 
 def test_coordinator_errors_rediscover_and_the_next_heartbeat_is_full() -> None:

@@ -14,13 +14,14 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 from staticconsumer import _aiokafka
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import IllegalStateError
 from staticconsumer.listener import ListenerCall, call_listener
 from staticconsumer.membership import OffsetAndMetadata, ReleaseReason, TopicPartition

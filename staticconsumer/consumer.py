@@ -17,7 +17,7 @@ import math
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import OffsetAndTimestamp
@@ -34,7 +34,6 @@ from staticconsumer.errors import (
     IllegalStateError,
     StaticMembershipUnsupportedError,
 )
-from staticconsumer.eventlog import EventLog
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, OffsetAndMetadata, TopicPartition
 from staticconsumer.protocol import Message
@@ -42,10 +41,13 @@ from staticconsumer.runtime.assignment import rebalance_protocol_of
 from staticconsumer.runtime.subscription import Subscription
 from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
-from staticconsumer.telemetry import RecordTracer, TelemetryObserver, caller_context, telemetry_observers
+from staticconsumer.telemetry import caller_context, record_tracer, telemetry_observers
+from staticconsumer.telemetry.deferred import NO_PROCESSING, DeferredRecordTracer, NoProcessing
 from staticconsumer.telemetry.fetcher import uninstrumented
-from staticconsumer.telemetry.instruments import partition_lag
-from staticconsumer.telemetry.records import ProcessingBlock
+
+if TYPE_CHECKING:
+    from staticconsumer.eventlog import EventLog
+    from staticconsumer.telemetry.records import ProcessingBlock, RecordTracer
 
 log = logging.getLogger("staticconsumer")
 
@@ -104,7 +106,7 @@ class StaticConsumer:
         self._subscription = Subscription(names, regex)
         self._wanted: tuple[frozenset[str], str | None] = (names, regex)
         self._request_hook = request_hook
-        self.event_log = EventLog.from_settings(self.settings)
+        self.event_log = _event_log(self.settings)
         """The membership event log when the settings enable one (its ``dropped`` counts lost records)."""
         self._observers = (
             tuple(observers)
@@ -129,25 +131,19 @@ class StaticConsumer:
         self._last_auto_commit = time.monotonic()
         self._auto_commit_task: asyncio.Task[None] | None = None
 
-    def _record_tracer(self, telemetry: bool | MembershipObserver) -> RecordTracer | None:
-        """Spans and metrics of records (None with ``telemetry=False``); a ``TelemetryObserver`` given
-        as ``telemetry`` lends its providers, any other observer leaves them global."""
-        if telemetry is False:
-            return None
-        providers: dict[str, Any] = {}
-        if isinstance(telemetry, TelemetryObserver):
-            providers = {
-                "tracer_provider": telemetry.tracer_provider,
-                "meter_provider": telemetry.meter_provider,
-            }
+    def _record_tracer(
+        self, telemetry: bool | MembershipObserver
+    ) -> RecordTracer | DeferredRecordTracer | None:
+        """Spans and metrics of records (None with ``telemetry=False``); OpenTelemetry is imported
+        when the process uses it, not before (``telemetry.record_tracer``)."""
         s = self.settings
-        return RecordTracer(
+        return record_tracer(
+            telemetry,
             group_id=s.group_id,
             client_id=s.effective_client_id,
             group_instance_id=s.group_instance_id,
             bootstrap_servers=s.bootstrap_servers,
             lag=self._partition_lag,
-            **providers,
         )
 
     @classmethod
@@ -497,7 +493,7 @@ class StaticConsumer:
         if self._records is not None:
             self._records.end()
 
-    def processing(self, record: ConsumerRecord[Any, Any]) -> ProcessingBlock:
+    def processing(self, record: ConsumerRecord[Any, Any]) -> ProcessingBlock | NoProcessing:
         """``with consumer.processing(record):`` runs the block inside the record's ``process`` span
         (its producer's trace) and records an exception leaving the block on it.
 
@@ -506,7 +502,7 @@ class StaticConsumer:
         until an OpenTelemetry SDK is installed (see docs/telemetry.md).
         """
         if self._records is None:
-            return ProcessingBlock(None, record)
+            return NO_PROCESSING
         return self._records.processing(record)
 
     def _partition_lag(self) -> dict[TopicPartition, int]:
@@ -520,6 +516,8 @@ class StaticConsumer:
             if self.settings.isolation_level == "read_committed"
             else fetcher.highwater
         )
+        from staticconsumer.telemetry.instruments import partition_lag  # only an SDK asks
+
         return partition_lag(
             self._partitions.fetching,
             self._partitions.consumed_position,
@@ -802,6 +800,15 @@ class StaticConsumer:
         if membership is None or self._stopping:
             raise ConsumerStoppedError("the consumer is not running: call start() first, or it was stopped")
         return membership
+
+
+def _event_log(settings: Settings) -> EventLog | None:
+    """The event log the settings ask for; only a consumer that has one imports the module."""
+    if not settings.event_log_path and not settings.event_log_topic:
+        return None
+    from staticconsumer.eventlog import EventLog
+
+    return EventLog.from_settings(settings)
 
 
 def _kafka(tp: TopicPartition) -> KafkaTopicPartition:

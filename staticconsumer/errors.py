@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
+
+from staticconsumer._dataclass import dataclass
 
 
 class ErrorCode(enum.IntEnum):

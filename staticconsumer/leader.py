@@ -22,8 +22,8 @@ catches what Java misses:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.membership import TopicPartition
 
 PartitionCounts = Mapping[str, int]

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
 from staticconsumer import _aiokafka
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import (
     BrokerError,
     DecodeError,

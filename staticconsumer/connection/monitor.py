@@ -22,10 +22,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from staticconsumer import _aiokafka
+from staticconsumer._dataclass import dataclass
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import MissingTopicsError
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,9 @@ CallbackFinished with its callback_id; RunAssignor by AssignmentComputed or Assi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from uuid import UUID
+
+from staticconsumer._dataclass import dataclass
 
 from .types import (
     GroupProtocol,

@@ -7,7 +7,7 @@ admin client all back off with this, so one pair of settings means the same thin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from staticconsumer._dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,8 @@ the application sees.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import (
     CommitFailedError,
     ErrorCode,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Protocol
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import ConfigurationError, InvalidGroupInstanceIdError
 
 from .types import TopicPartition

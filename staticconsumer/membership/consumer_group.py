@@ -31,9 +31,10 @@ import enum
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from uuid import UUID
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import (
     CommitFailedError,
     ConfigurationError,

@@ -6,7 +6,7 @@ has since been replaced never drops the new one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from staticconsumer._dataclass import dataclass
 
 from .backoff import Backoff
 

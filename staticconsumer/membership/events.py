@@ -8,9 +8,10 @@ Response events carry the RequestToken of the Send* action they answer.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from uuid import UUID
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import ErrorCode
 
 from .types import (

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+
+from staticconsumer._dataclass import dataclass
 
 from .types import RequestToken
 

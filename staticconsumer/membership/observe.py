@@ -9,8 +9,9 @@ below do not, so an observer built on those reads every protocol the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
+
+from staticconsumer._dataclass import dataclass
 
 from . import actions, events
 from .config import MembershipConfig

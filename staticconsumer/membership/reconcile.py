@@ -15,7 +15,8 @@ PartitionsLost, PartitionsAssigned) with their callback ids; the machines decide
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from staticconsumer._dataclass import dataclass
 
 from . import actions as act
 from .types import ReleaseReason, TopicPartition

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import ErrorCode
 
 

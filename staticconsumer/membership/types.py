@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import NamedTuple
 from uuid import UUID
+
+from staticconsumer._dataclass import dataclass
 
 
 class TopicPartition(NamedTuple):

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 from staticconsumer.membership import InstanceEvidence
@@ -32,6 +30,8 @@ DIRECTORY_NAME = "staticconsumer-instances"
 
 
 def default_directory() -> Path:
+    import tempfile  # not at import time: only a static consumer-protocol member locks (shutil, lzma)
+
     return Path(tempfile.gettempdir()) / DIRECTORY_NAME
 
 
@@ -64,6 +64,8 @@ class InstanceLock:
         directory: Path | None = None,
     ) -> InstanceLock:
         """Take the lock and record ``member_id`` in it; never raises (no evidence on any failure)."""
+        import json  # not at import time: only a consumer-protocol static member locks
+
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
@@ -108,6 +110,8 @@ class InstanceLock:
 
 
 def _read(fd: int) -> dict[str, object]:
+    import json  # not at import time: only a consumer-protocol static member reads its lock
+
     try:
         data = os.pread(fd, 65536, 0)
         value = json.loads(data) if data else {}

@@ -9,9 +9,9 @@ them, in order), so an implementation needs no locks. Partition sets are always 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.membership import MemberState, OffsetAndMetadata, ReleaseReason, TopicPartition
 
 Partitions = frozenset[TopicPartition]

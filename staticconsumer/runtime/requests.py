@@ -8,9 +8,10 @@ connection, or any broker for FindCoordinator). The loop sends every row the sam
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from staticconsumer._dataclass import dataclass
 from staticconsumer.broker_support import check_consumer_protocol, consumer_protocol_refused
 from staticconsumer.errors import ErrorCode
 from staticconsumer.membership import (

@@ -14,15 +14,11 @@ Each field has one Kafka property name in :data:`SETTINGS`; the environment vari
 
 from __future__ import annotations
 
-import argparse
-import difflib
-import hmac
 import os
 import re
 import ssl
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -30,6 +26,7 @@ import msgspec
 
 from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
 from assignors.registry import names as registered_assignors
+from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import InvalidGroupInstanceIdError, SettingProblem, SettingsError
 from staticconsumer.membership.config import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -115,6 +112,8 @@ class Secret:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Secret):
             return NotImplemented
+        import hmac  # not at import time: only secrets compared need it
+
         return hmac.compare_digest(self._value.encode(), other._value.encode())
 
     def __hash__(self) -> int:
@@ -845,6 +844,8 @@ def _unknown_keywords(overrides: Mapping[str, object]) -> list[SettingProblem]:
     for keyword in overrides:
         if keyword in SPEC_BY_FIELD:
             continue
+        import difflib  # not at import time: only a misspelt name needs suggestions
+
         close = difflib.get_close_matches(keyword, list(SPEC_BY_FIELD), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
         secretish = _SECRET_LOOKING.search(keyword) or (close and SPEC_BY_FIELD[close[0]].secret)
@@ -865,6 +866,8 @@ def _typos(environ: Mapping[str, str], prefix: str, ignore: Collection[str]) -> 
         suffix = variable[len(prefix) :]
         if suffix in known:
             continue
+        import difflib  # not at import time: only a misspelt name needs suggestions
+
         close = difflib.get_close_matches(suffix.upper(), list(known), n=1, cutoff=TYPO_SIMILARITY)
         if not close:
             continue
@@ -937,6 +940,8 @@ def _suggestion(value: object, choices: Sequence[str]) -> str:
     if not isinstance(value, str):
         return ""
     lowered = {choice.lower(): choice for choice in choices}
+    import difflib  # not at import time: only a misspelt name needs suggestions
+
     close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
     return f" (did you mean {lowered[close[0]]}?)" if close else ""
 
@@ -1187,6 +1192,8 @@ def generated_table_in(document: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the docs table, rewrite it in a document, or check the current environment."""
+    import argparse  # not at import time: the command line only
+
     parser = argparse.ArgumentParser(prog="python -m staticconsumer.settings", description=main.__doc__)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--markdown", action="store_true", help="print the environment variable table")

@@ -12,7 +12,6 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from importlib import metadata
 from typing import Any, Protocol
 
 from opentelemetry import metrics
@@ -55,10 +54,10 @@ class RecordSource(Protocol):
 
 
 def version() -> str:
-    try:
-        return metadata.version("staticconsumer")
-    except metadata.PackageNotFoundError:
-        return ""
+    """The instrumentation scope's version: the package's own (importlib.metadata costs ~14 ms to import)."""
+    from staticconsumer import __version__
+
+    return __version__
 
 
 def partition_lag(

@@ -18,7 +18,6 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -66,10 +65,10 @@ _HEARTBEAT_OK = frozenset({ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS})
 
 
 def _version() -> str:
-    try:
-        return metadata.version("staticconsumer")
-    except metadata.PackageNotFoundError:
-        return ""
+    """The instrumentation scope's version: the package's own (importlib.metadata costs ~14 ms to import)."""
+    from staticconsumer import __version__
+
+    return __version__
 
 
 def error_type_of_code(code: int) -> str:

@@ -20,7 +20,6 @@ to it. All of this costs one type check per call until the application installs 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import math
 import os
@@ -28,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import Token
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
@@ -41,6 +40,7 @@ from opentelemetry.util.types import AttributeValue
 from staticconsumer.errors import BrokerError
 
 from . import attributes as a
+from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
 
 Attributes = dict[str, AttributeValue]
@@ -590,44 +590,3 @@ class ProcessingBlock:
 
 _NOTHING_TO_PROCESS = ProcessingBlock(None, None)
 """The block when no SDK listens: shared, it holds nothing."""
-
-
-class RecordLoop(Generic[T]):
-    """The iterator of one ``async for`` over the consumer.
-
-    Records come from the consumer's ``__anext__``; the loop object exists so that leaving the loop is
-    noticed: the ``async for`` statement holds the only reference, so when the loop is left by
-    ``break``, ``return`` or an exception, CPython drops it at once and ``__del__`` tells the tracer.
-    (Other interpreters drop it at their next collection; ``requested()`` and ``close()`` end the
-    span in any case.)
-    """
-
-    __slots__ = ("_next", "_ready", "_tracer")
-
-    def __init__(
-        self,
-        tracer: RecordTracer,
-        anext: Callable[[], Awaitable[T]],
-        ready: Callable[[], T | None] | None = None,
-    ) -> None:
-        self._tracer = tracer
-        self._next = anext
-        self._ready = ready
-
-    def __aiter__(self) -> RecordLoop[T]:
-        return self
-
-    async def __anext__(self) -> T:
-        ready = self._ready
-        if ready is not None:
-            found = ready()
-            if found is not None:
-                tracer = self._tracer
-                if tracer.per_record:
-                    tracer.delivered(found)
-                return found
-        return await self._next()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self._tracer.loop_left()

@@ -92,3 +92,30 @@ def test_unowned_partition_seconds_eager_rebalance_and_double_owner() -> None:
     )
     # 4 unowned for 1 s, then partition 3 unowned (2 is double-owned) until the end at t=10.
     assert unowned_partition_seconds([one, two], 4, start=0.0, end=10.0) == pytest.approx(4.0 + 4.0)
+
+
+def test_the_rolling_bounce_timeline_reaches_the_page() -> None:
+    """Results with per-step timelines render the step table and the timeline plot (issue 18), where
+    older results keep the three-phase table."""
+    import msgspec
+
+    from benchmarks.common import spread
+    from benchmarks.rolling_bounce import TIMELINE
+
+    results, figures = committed_results()
+    old = msgspec.json.decode(results["rolling_bounce"])
+    assert "coordinator" not in render({"rolling_bounce": results["rolling_bounce"]}, figures)
+    for size in old["sizes"]:
+        for position, mode in enumerate(size["modes"]):
+            mode["timeline"] = msgspec.to_builtins(
+                {
+                    step: spread([0.1 * (i + 1) + position, 0.2 * (i + 1) + position])
+                    for i, step in enumerate(TIMELINE)
+                }
+            )
+    page = render({"rolling_bounce": msgspec.json.encode(old)}, figures | {"rolling_bounce_timeline.png"})
+    assert "| mode | imported | started | coordinator | joined | synced | offsets | first record |" in page
+    assert (
+        "![rolling bounce: each restart's steps per mode](../benchmarks/results/rolling_bounce_timeline.png)"
+        in page
+    )

@@ -2,20 +2,22 @@
 
 One task owns the machine: it waits for the next event (a response, an application call, a finished
 callback) or the machine's next deadline, feeds it in, and carries out the actions that come back.
-Requests and callbacks run as child tasks of one asyncio task group and answer with events, so the loop
+Requests and callbacks run as child tasks of one anyio task group and answer with events, so the loop
 never blocks on the network or on the application, and nothing outlives ``run()``. The loop runs on the
 membership thread (thread.py); it is not thread-safe itself.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
@@ -139,18 +141,19 @@ class MembershipLoop:
             rejoin=self.update_protocols,
         )
         self._coordinator: int | None = None
-        self._mailbox: asyncio.Queue[events.Event] = asyncio.Queue(maxsize=10_000)
+        self._send: MemoryObjectSendStream[events.Event]
+        self._receive: MemoryObjectReceiveStream[events.Event]
+        self._send, self._receive = anyio.create_memory_object_stream[events.Event](max_buffer_size=10_000)
         self._commits: dict[int, CommitDone] = {}
         self._next_commit_id = 0
-        self._task_group: asyncio.TaskGroup | None = None
-        self._children: set[asyncio.Task[None]] = set()
+        self._task_group: TaskGroup | None = None
         self._consumer_protocol = isinstance(machine, ConsumerGroupMachine)
         """KIP-848: the broker assigns and resolves patterns; no client-side assignor, no leader duties."""
         self._snapshot = MemberSnapshot(
             rebalance_protocol=machine.rebalance_protocol.value,
             group_protocol="consumer" if self._consumer_protocol else "classic",
         )
-        self.stopped = asyncio.Event()
+        self.stopped = anyio.Event()
         self.stop_error: Exception | None = None
 
     # -- inputs (called on the membership thread) ------------------------------------------------
@@ -165,7 +168,7 @@ class MembershipLoop:
 
     def post(self, event: events.Event) -> None:
         """Hand an event to the loop; never blocks (the buffer is far larger than what is in flight)."""
-        self._mailbox.put_nowait(event)
+        self._send.send_nowait(event)
 
     def begin_commit(
         self,
@@ -251,13 +254,13 @@ class MembershipLoop:
     async def run(self) -> None:
         """Run until the machine reports Stopped. Cancel the calling scope to abandon it."""
         try:
-            async with asyncio.TaskGroup() as task_group:
+            async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
-                self._spawn(self.duties.run)
+                task_group.start_soon(self.duties.run)
                 if self._topics.pattern is not None and not self._consumer_protocol:
                     await self._refresh_pattern()
                 if not self._consumer_protocol:
-                    self._spawn(self._watch_pattern)  # idle until subscribe(pattern=...)
+                    task_group.start_soon(self._watch_pattern)  # idle until subscribe(pattern=...)
                 topics, pattern = self._subscribed()
                 await self._step(
                     events.Start(now=self.now(), protocols=self.protocols(), topics=topics, pattern=pattern)
@@ -266,12 +269,10 @@ class MembershipLoop:
                     deadline = self.machine.next_deadline()
                     event: events.Event | None = None
                     wait = None if deadline is None else max(0.0, deadline - self.now())
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(wait):
-                            event = await self._mailbox.get()
+                    with anyio.move_on_after(wait):
+                        event = await self._receive.receive()
                     await self._step(event or events.Tick(now=self.now()))
-                for child in list(self._children):  # nothing outlives run(): the group waits for them
-                    child.cancel()
+                task_group.cancel_scope.cancel()
         finally:
             self._task_group = None
             waiting, self._commits = self._commits, {}
@@ -311,9 +312,7 @@ class MembershipLoop:
 
     def _spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         assert self._task_group is not None
-        child = self._task_group.create_task(work())
-        self._children.add(child)
-        child.add_done_callback(self._children.discard)
+        self._task_group.start_soon(work)
 
     def _dispatch(self, action: actions.Action) -> None:
         if isinstance(action, actions.SendJoinGroup):
@@ -544,7 +543,7 @@ class MembershipLoop:
     async def _watch_pattern(self) -> None:
         """Rejoin with a new subscription when topics matching the pattern appear or disappear."""
         while True:
-            await asyncio.sleep(self._refresh_seconds)
+            await anyio.sleep(self._refresh_seconds)
             if self._topics.pattern is None:
                 continue
             try:

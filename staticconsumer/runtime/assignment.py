@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 import assignors as assignor_lib
 from staticconsumer._aiokafka import PartitionReplicas
 from staticconsumer.errors import AssignorError, ConfigurationError
-from staticconsumer.membership import JoinGroupMember, RebalanceProtocol
-from staticconsumer.protocol import Assignment, Subscription, TopicPartitions
+from staticconsumer.membership import JoinGroupMember, RebalanceProtocol, TopicPartition
+from staticconsumer.protocol import Assignment, Subscription, TopicPartitions, assigned_partitions
 
 _PROTOCOL_ORDER = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
 """Java's RebalanceProtocol ids, lowest first: the later one is the more advanced."""
@@ -152,3 +152,8 @@ def validate_cooperative_assignment(
         f"round: {shown}{more}; a partition that moves must first be revoked by its owner (left "
         f"unassigned for one rebalance)",
     )
+
+
+def decode_assignment(data: bytes) -> list[TopicPartition]:
+    """A SyncGroup assignment as partitions (an empty one means the leader gave this member nothing)."""
+    return [TopicPartition(topic, partition) for topic, partition in assigned_partitions(data)]

@@ -50,11 +50,10 @@ from staticconsumer.protocol import (
     Message,
     Subscription,
     TopicPartitions,
-    assigned_partitions,
     subscribed_topics,
 )
 
-from .assignment import compute_assignment, decode_members, topic_infos
+from .assignment import compute_assignment, decode_assignment, decode_members, topic_infos
 from .duties import LeaderDuties
 from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner
@@ -95,11 +94,6 @@ def _claimed(metadata: bytes | None) -> tuple[TopicPartition, ...]:
     except Exception:
         return ()
     return tuple(TopicPartition(o.topic, p) for o in owned for p in o.partitions)
-
-
-def decode_assignment(data: bytes) -> list[TopicPartition]:
-    """A SyncGroup assignment as partitions (an empty one means the leader gave this member nothing)."""
-    return [TopicPartition(topic, partition) for topic, partition in assigned_partitions(data)]
 
 
 class MembershipLoop:

@@ -8,10 +8,9 @@ moved is reported to the machine, which rediscovers it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
-
-import anyio
 
 from staticconsumer import _aiokafka
 from staticconsumer.errors import ErrorCode, StaticConsumerError
@@ -98,4 +97,4 @@ async def fetch_committed(
         except Exception as error:  # retriable answers, timeouts, and aiokafka's connection errors
             attempts += 1
             log.info("OffsetFetch attempt %d for group %s failed: %r", attempts, group_id, error)
-            await anyio.sleep(backoff.seconds(attempts))
+            await asyncio.sleep(backoff.seconds(attempts))

@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
@@ -60,13 +60,15 @@ from staticconsumer.protocol import (
 )
 from staticconsumer.settings import Settings
 
-from .assignment import rebalance_protocol_of
+from .assignment import decode_assignment, rebalance_protocol_of
 from .instance_lock import InstanceLock
-from .loop import MembershipLoop, decode_assignment
 from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner, Partitions
 from .subscription import Subscription
 from .topics import TopicWatch
+
+if TYPE_CHECKING:
+    from .loop import MembershipLoop
 
 log = logging.getLogger("staticconsumer.runtime")
 
@@ -483,6 +485,8 @@ class MembershipThread:
                     client, settings, topics=sorted(named), group_id=settings.group_id
                 )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
+                from .loop import MembershipLoop  # anyio loads on the membership thread, not at import
+
                 self._membership = MembershipLoop(
                     machine=self._new_machine(),
                     client=client,

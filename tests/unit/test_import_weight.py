@@ -18,6 +18,7 @@ NEVER_AT_START = (
     "pandas",
     "opentelemetry",
     "importlib.metadata",
+    "anyio",
     "staticconsumer.admin",
     "staticconsumer.analytics",
     "staticconsumer.eventlog",
@@ -25,8 +26,9 @@ NEVER_AT_START = (
     "staticconsumer.cli",
 )
 """Heavy or tool-only modules: analytics and admin tools, test helpers, the event log (only when
-configured), OpenTelemetry (only once the process uses it), and ``importlib.metadata`` (the package
-version is ``staticconsumer.__version__``)."""
+configured), OpenTelemetry (only once the process uses it), ``importlib.metadata`` (the package
+version is ``staticconsumer.__version__``), and anyio (the membership thread imports its loop when it
+starts, off the application's import)."""
 
 
 def _loaded_after(code: str, environ: dict[str, str] | None = None) -> list[str]:

@@ -17,8 +17,9 @@ from staticconsumer.membership import (
     new_machine,
 )
 from staticconsumer.protocol import Assignment, Subscription, TopicPartitions, subscribed_topics
+from staticconsumer.runtime.assignment import decode_assignment
 from staticconsumer.runtime.duties import LeaderDuties
-from staticconsumer.runtime.loop import MembershipLoop, decode_assignment
+from staticconsumer.runtime.loop import MembershipLoop
 from staticconsumer.runtime.subscription import Subscription as Topics
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))

@@ -9,18 +9,15 @@ with ``now``), performs the returned actions, and sends a Tick at ``next_deadlin
 
 from __future__ import annotations
 
-import enum
 import logging
 import re
 from collections.abc import Mapping
 
 from staticconsumer.errors import (
     CommitFailedError,
-    CoordinatorNotAvailableError,
     DecodeError,
     EncodeError,
     ErrorCode,
-    FencedInstanceIdError,
     InconsistentGroupProtocolError,
     NetworkExceptionError,
     OffsetRegressionError,
@@ -36,13 +33,13 @@ from staticconsumer.protocol._base import truncate_reason
 from . import actions as act
 from . import events as ev
 from . import rules
-from .backoff import Backoff
-from .commits import CommitBook, PendingCommit, verdict_error
+from .commits import verdict_error
 from .config import MembershipConfig
-from .coordinator import CoordinatorLookup
-from .inflight import InFlight, RequestKind
-from .observe import HeartbeatFailed, Joined, JoinStarted, Leaving, Milestone
-from .reconcile import Ownership, RebalanceProtocol, diff, release_before_join
+from .core import Life as _Life
+from .core import MachineCore
+from .inflight import RequestKind
+from .observe import HeartbeatFailed, Joined, JoinStarted, Leaving
+from .reconcile import RebalanceProtocol, diff, release_before_join
 from .rules import Step, code_name
 from .types import (
     NO_GENERATION,
@@ -66,15 +63,6 @@ _MINTED_SUFFIX = re.compile(
 )
 
 
-class _Life(enum.Enum):
-    NOT_STARTED = enum.auto()
-    RUNNING = enum.auto()
-    STOPPING = enum.auto()
-    STOPPED = enum.auto()
-    FENCED = enum.auto()
-    FAILED = enum.auto()
-
-
 _TERMINAL = frozenset({_Life.STOPPED, _Life.FENCED, _Life.FAILED})
 _LIFE_STATE = {
     _Life.NOT_STARTED: MemberState.NOT_STARTED,
@@ -86,7 +74,7 @@ _LIFE_STATE = {
 _JOINED = (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
 
 
-class ClassicMachine:
+class ClassicMachine(MachineCore):
     """One group member's classic-protocol membership, as a pure state machine.
 
     Drive it with ``handle(event)``, which returns the actions to perform in order, and wake it with a
@@ -98,31 +86,18 @@ class ClassicMachine:
     def __init__(
         self, config: MembershipConfig, rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER
     ) -> None:
-        self._config = config
+        super().__init__(config)
         self._rebalance_protocol = rebalance_protocol
-        self._backoff = Backoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-        self._now = 0.0
-        self._out: list[act.Action] = []
-        self._milestones: list[Milestone] = []
-        self._last_milestones: tuple[Milestone, ...] = ()
-        self._life = _Life.NOT_STARTED
         self._phase = MemberState.UNJOINED
         self._protocols: tuple[GroupProtocol, ...] = ()
-        self._fatal_error: Exception | None = None
 
         # identity in the group
-        self._member_id = NO_MEMBER_ID
         self._generation = NO_GENERATION
         self._protocol_name: str | None = None
         self._last_joined_member_id = NO_MEMBER_ID
 
-        self._coordinator = CoordinatorLookup(self._backoff)
-        self._requests = InFlight()
-        self._commits = CommitBook()
-        self._ownership = Ownership()
         self._pending_assignment: tuple[frozenset[TopicPartition], int] | None = None
         """Cooperative: the assignment (and its generation) to hand out once the revoke it needs is done."""
-        self._next_request_id = 1
 
         # join / sync
         self._rejoin_needed = True
@@ -136,7 +111,6 @@ class ClassicMachine:
         self._heartbeat_attempts = 0
         self._next_heartbeat_at = 0.0
         self._last_heartbeat_ok_at = 0.0
-        self._last_poll_at = 0.0
 
         # leadership
         self._is_leader = False
@@ -152,26 +126,13 @@ class ClassicMachine:
     # ------------------------------------------------------------------ read-only view
 
     @property
-    def config(self) -> MembershipConfig:
-        return self._config
-
-    @property
     def rebalance_protocol(self) -> RebalanceProtocol:
         return self._rebalance_protocol
-
-    @property
-    def backoff(self) -> Backoff:
-        """The retry policy this member follows (the runtime backs off its own retries with it too)."""
-        return self._backoff
 
     @property
     def state(self) -> MemberState:
         """Lifecycle state when not running, else the group phase (Java's MemberState)."""
         return self._phase if self._life is _Life.RUNNING else _LIFE_STATE[self._life]
-
-    @property
-    def member_id(self) -> str:
-        return self._member_id
 
     @property
     def generation(self) -> int:
@@ -211,24 +172,6 @@ class ClassicMachine:
     def rejoin_needed(self) -> bool:
         return self._rejoin_needed
 
-    @property
-    def coordinator_known(self) -> bool:
-        return self._coordinator.known
-
-    @property
-    def fatal_error(self) -> Exception | None:
-        return self._fatal_error
-
-    @property
-    def committed_offsets(self) -> Mapping[TopicPartition, int]:
-        """Highest offset per partition that the coordinator acknowledged from this member."""
-        return self._commits.committed
-
-    @property
-    def milestones(self) -> tuple[Milestone, ...]:
-        """The protocol-neutral facts of the last ``handle`` call (for observers)."""
-        return self._last_milestones
-
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} group={self._config.group_id!r} "
@@ -255,15 +198,6 @@ class ClassicMachine:
 
     # ------------------------------------------------------------------ entry point
 
-    def handle(self, event: ev.Event) -> list[act.Action]:
-        """Apply one event and return the actions it causes, in the order they must be performed."""
-        self._now = event.now
-        self._dispatch(event)
-        self._drive()
-        out, self._out = self._out, []
-        self._last_milestones, self._milestones = tuple(self._milestones), []
-        return out
-
     def _dispatch(self, event: ev.Event) -> None:
         match event:
             case ev.Start():
@@ -273,7 +207,7 @@ class ClassicMachine:
             case ev.FindCoordinatorResponse():
                 self._on_find_coordinator(event)
             case ev.CoordinatorDisconnected():
-                self._mark_coordinator_unknown("coordinator connection lost", disconnect=False)
+                self._coordinator_lost("coordinator connection lost", disconnect=False)
             case ev.JoinGroupResponse():
                 self._on_join_response(event)
             case ev.SyncGroupResponse():
@@ -312,18 +246,12 @@ class ClassicMachine:
 
     # ------------------------------------------------------------------ helpers
 
-    def _emit(self, action: act.Action) -> None:
-        self._out.append(action)
+    def _generation_now(self) -> int:
+        return self._generation
 
-    def _note(self, milestone: Milestone) -> None:
-        self._milestones.append(milestone)
-
-    def _send(self, kind: RequestKind) -> RequestToken:
-        """A token for a new request of ``kind``, tracked until its answer or failure."""
-        token = RequestToken(self._next_request_id, self._generation, self._member_id)
-        self._next_request_id += 1
-        self._requests.add(kind, token, self._coordinator.epoch)
-        return token
+    def _coordinator_found(self) -> None:
+        # Java resets the session timer on discovery: the new coordinator deserves a full session.
+        self._last_heartbeat_ok_at = self._now
 
     def _generation_unchanged(self, token: RequestToken) -> bool:
         """Kafka's rule: a response may reset state only if we still have the identity it was sent with."""
@@ -331,9 +259,6 @@ class ClassicMachine:
 
     def _generation_valid(self) -> bool:
         return self._generation != NO_GENERATION and self._member_id != NO_MEMBER_ID
-
-    def _poll_deadline(self) -> float:
-        return self._last_poll_at + self._config.max_poll_interval_ms / 1000.0
 
     def _session_deadline(self) -> float:
         return self._last_heartbeat_ok_at + self._config.session_timeout_ms / 1000.0
@@ -378,16 +303,11 @@ class ClassicMachine:
         self._join_attempts += 1
         self._join_retry_at = self._now + self._backoff.seconds(self._join_attempts)
 
-    def _mark_coordinator_unknown(self, reason: str, *, disconnect: bool = True) -> None:
+    def _coordinator_lost(self, reason: str, *, disconnect: bool = True) -> None:
         if self._coordinator.lose():
             log.info("group %s: coordinator unknown (%s); rediscovering", self._config.group_id, reason)
             if disconnect:
                 self._emit(act.DisconnectCoordinator(reason=reason))
-
-    def _coordinator_failed(self, epoch: int | None, reason: str) -> None:
-        """Mark the coordinator unknown, unless the request went to one we already replaced."""
-        if self._coordinator.is_current(epoch):
-            self._mark_coordinator_unknown(reason)
 
     def _react(
         self,
@@ -580,7 +500,7 @@ class ClassicMachine:
             return
         if self._coordinator.known and self._now >= self._session_deadline():
             # Java's heartbeat thread: no successful heartbeat for a whole session, so check the coordinator.
-            self._mark_coordinator_unknown("session timed out without receiving a heartbeat response")
+            self._coordinator_lost("session timed out without receiving a heartbeat response")
         if self._now >= self._poll_deadline():
             self._on_poll_timeout()
 
@@ -601,11 +521,6 @@ class ClassicMachine:
         self._pending_assignment = None
         if self._ownership.holding and self._ownership.release is None:
             self._lose_everything(ReleaseReason.POLL_TIMEOUT)
-
-    def _ensure_coordinator(self) -> None:
-        if self._requests.has(RequestKind.LOOKUP) or not self._coordinator.may_look_up(self._now):
-            return
-        self._emit(act.FindCoordinator(token=self._send(RequestKind.LOOKUP)))
 
     def _drive_join(self) -> None:
         if not self._coordinator.known and (self._rejoin_needed or self._phase in _JOINED):
@@ -679,10 +594,6 @@ class ClassicMachine:
         self._emit_all(ownership.lose(ownership.owned, reason, everything=True))
         return True
 
-    def _emit_all(self, actions: list[act.Action]) -> None:
-        for action in actions:
-            self._emit(action)
-
     def _own_topics(self) -> frozenset[str]:
         """The topics this member subscribes to now (its first protocol's metadata says them all)."""
         return frozenset(t for p in self._protocols[:1] for t in self._subscribed_topics(p))
@@ -691,19 +602,6 @@ class ClassicMachine:
         """The topics our own join metadata subscribes to (cooperative keeps the rest while rejoining)."""
         decode = self._config.decode_subscription
         return frozenset(decode(protocol.metadata)) if decode is not None else frozenset()
-
-    def _on_callback_finished(self, event: ev.CallbackFinished) -> None:
-        release = self._ownership.callback_finished(event.callback_id)
-        if release is None:
-            return
-        if release.lost or not event.offsets_to_commit:
-            self._ownership.release_done()
-            return
-        request_id = self._commit_on_release(event.offsets_to_commit)
-        if request_id is None:
-            self._ownership.release_done()
-        else:
-            release.commit_request_id = request_id
 
     def _commit_on_release(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int | None:
         """The rebalance (or stop) commit after the revoke callback; skipped when it cannot succeed."""
@@ -725,23 +623,6 @@ class ClassicMachine:
         return self._send_commit(None, offsets)
 
     # ------------------------------------------------------------------ coordinator discovery
-
-    def _on_find_coordinator(self, event: ev.FindCoordinatorResponse) -> None:
-        if self._requests.take(event.token) is None:
-            return
-        if self._life not in (_Life.RUNNING, _Life.STOPPING):
-            return
-        if event.error_code == ErrorCode.NONE:
-            self._coordinator.found()
-            # Java resets the session timer on discovery: the new coordinator deserves a full session.
-            self._last_heartbeat_ok_at = self._now
-            log.info("group %s: coordinator is node %s", self._config.group_id, event.node_id)
-            return
-        error = broker_error(event.error_code, "FindCoordinator failed")
-        if event.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED or not error.retriable:
-            self._fail(error)
-            return
-        self._coordinator.lookup_failed(self._now)
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -1057,54 +938,18 @@ class ClassicMachine:
 
     # ------------------------------------------------------------------ OffsetCommit
 
-    def _on_commit_requested(self, event: ev.CommitRequested) -> None:
-        def done(error: Exception | None) -> None:
-            self._emit(act.CommitCompleted(commit_id=event.commit_id, offsets=event.offsets, error=error))
-
-        if self._fatal_error is not None:
-            done(self._fatal_error)
-        elif self._life not in (_Life.RUNNING, _Life.STOPPING):
-            done(CommitFailedError("the consumer is not running, so it is in no group generation"))
-        elif not event.offsets:
-            done(None)
-        elif self._phase is not MemberState.STABLE or not self._generation_valid():
-            if self._phase in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
-                done(
-                    RebalanceInProgressError(
-                        "offset commit cannot be completed while the group is rebalancing; "
-                        "poll to complete the rebalance, then commit again"
-                    )
-                )
-            else:
-                done(
-                    CommitFailedError(
-                        "the member is not part of an active generation (it is rejoining); "
-                        "its partitions may already belong to another member"
-                    )
-                )
-        elif regressions := self._commits.regressions(event.offsets):
-            done(OffsetRegressionError(regressions))
-        elif not self._coordinator.known:
-            self._ensure_coordinator()
-            done(CoordinatorNotAvailableError("group coordinator unknown; rediscovering, retry the commit"))
-        else:
-            self._send_commit(event.commit_id, event.offsets)
-
-    def _send_commit(self, commit_id: int | None, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int:
-        token = self._send(RequestKind.COMMIT)
-        frozen = dict(offsets)
-        self._commits.sent(PendingCommit(commit_id, frozen, token))
-        self._emit(
-            act.SendOffsetCommit(
-                token=token,
-                commit_id=commit_id,
-                generation=self._generation,
-                member_id=self._member_id,
-                group_instance_id=self._config.group_instance_id,
-                offsets=frozen,
+    def _commit_refused(self) -> Exception | None:
+        if self._phase is MemberState.STABLE and self._generation_valid():
+            return None
+        if self._phase in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+            return RebalanceInProgressError(
+                "offset commit cannot be completed while the group is rebalancing; "
+                "poll to complete the rebalance, then commit again"
             )
+        return CommitFailedError(
+            "the member is not part of an active generation (it is rejoining); "
+            "its partitions may already belong to another member"
         )
-        return token.request_id
 
     def _on_commit_response(self, event: ev.OffsetCommitResponse) -> None:
         request = self._requests.take(event.token)
@@ -1143,10 +988,6 @@ class ClassicMachine:
             rejoining=self._phase is MemberState.PREPARING_REBALANCE,
             retry=reaction.retry_hint,
         )
-
-    def _complete_commit(self, pending: PendingCommit, error: Exception | None) -> None:
-        self._emit(act.CommitCompleted(commit_id=pending.commit_id, offsets=pending.offsets, error=error))
-        self._ownership.commit_finished(pending.token.request_id)
 
     # ------------------------------------------------------------------ request failures
 
@@ -1199,13 +1040,6 @@ class ClassicMachine:
             log.warning("group %s: LeaveGroup failed: %s", self._config.group_id, event.kind.value)
 
     # ------------------------------------------------------------------ fatal paths
-
-    def _fence(self) -> FencedInstanceIdError:
-        error = FencedInstanceIdError(
-            group_id=self._config.group_id, group_instance_id=self._config.group_instance_id
-        )
-        self._fail(error, fenced=True)
-        return error
 
     def _fail(self, error: Exception, *, fenced: bool = False) -> None:
         """End the member for good: stop fetching, report partitions lost, fail pending commits."""

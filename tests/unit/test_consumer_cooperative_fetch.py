@@ -26,10 +26,21 @@ def record(tp: TopicPartition, offset: int) -> ConsumerRecord[Any, Any]:
     return ConsumerRecord(tp.topic, tp.partition, offset, 0, 0, None, b"v", None, 1, 0, [])
 
 
+class MetadataClient:
+    """aiokafka's client as the fetcher's metadata sees it: the topics it keeps metadata for."""
+
+    def __init__(self) -> None:
+        self._topics: set[str] = set()
+
+    def set_topics(self, topics: set[str]) -> None:
+        self._topics = set(topics)
+
+
 class AiokafkaLikeFetcher:
     """Every partition holds offsets 0..999. Position: the next offset ``getmany`` returns."""
 
     def __init__(self) -> None:
+        self._client = MetadataClient()
         self._positions: dict[KafkaTopicPartition, int | None] = {}
         self.paused: set[KafkaTopicPartition] = set()
         self.during_fetch: Callable[[], None] | None = None
@@ -170,3 +181,36 @@ async def test_records_of_a_partition_revoked_while_the_fetch_was_out_are_droppe
     assert seen[T1] == list(range(5)), "the fetch that raced the revoke delivered nothing of T1"
     assert positions[T1].offset == 5, "the next owner starts right after what this one processed"
     assert seen[T0] == list(range(10))
+
+
+async def test_the_per_record_path_keeps_buffered_records_of_kept_partitions_and_drops_revoked_ones() -> None:
+    """getone/async for hand records from the local buffer (``take_one``): a cooperative rebalance must
+    not drop what is buffered for a partition kept, nor hand out what was buffered for one revoked."""
+    fetcher = AiokafkaLikeFetcher()
+    consumer = consumer_with(fetcher)
+    partitions = consumer._partitions
+    await partitions.assign(frozenset({T0, T1}), frozenset({T0, T1}), 1, {T0: 0, T1: 0})
+    stable(consumer, 1, frozenset({T0, T1}))
+    seen: dict[TopicPartition, list[int]] = {}
+
+    async def one() -> None:
+        r = await consumer.getone()
+        seen.setdefault(TopicPartition(r.topic, r.partition), []).append(r.offset)
+
+    await one()  # one fetch buffered 5 records of each partition; one of them handed over
+    # Round one of a cooperative rebalance: T1 moves away while records of both are buffered.
+    partitions.stop_fetching(frozenset({T1}))
+    t1_seen = list(seen.get(T1, []))
+    for _ in range(6):  # the application goes on while T1's revoke callback is pending
+        await one()
+    revoked = await partitions.revoke(frozenset({T1}), ReleaseReason.REBALANCE, collect_positions=True)
+    assert revoked.get(T1, None) is None or revoked[T1].offset == (t1_seen[-1] + 1 if t1_seen else 0)
+    # Round two: generation 2, T0 kept, T2 added.
+    stable(consumer, 2, frozenset({T0}))
+    await partitions.assign(frozenset({T2}), frozenset({T0, T2}), 2, {T2: 0})
+    for _ in range(30):
+        await one()
+    assert seen.get(T1, []) == t1_seen, "nothing of T1 after it stopped"
+    assert seen[T0] == list(range(len(seen[T0]))), "T0: every offset once, in order, through the rebalance"
+    assert seen[T2] == list(range(len(seen[T2])))
+    assert len(seen[T0]) + len(seen[T2]) + len(t1_seen) == 37, "every getone returned one record"

@@ -51,11 +51,15 @@ RELEASES = ("revoked", "lost")
 UNKNOWN_MEMBER_ID = 25
 INFINITY = float("inf")
 CACHE = StorageLevel.MEMORY_AND_DISK
-"""The small frames (records, windows, generations, sessions): memory, spilled to disk if need be."""
+"""The small frames (records, windows, generations, sessions): memory, spilled to disk if need be.
+(PySpark's levels are the serialized ones: compressed with ``spark.rdd.compress``.)"""
+SCAN = StorageLevel.MEMORY_AND_DISK
+"""The scan (every line with its partitions as read, nothing exploded): serialized and compressed in
+the heap's storage memory, which sorts and shuffles may take back (the blocks then go to local disk)."""
 BIG = StorageLevel.DISK_ONLY
-"""The two frames as large as the input (the exploded scan, the intervals with their handovers): on
-local disk, compressed (``spark.rdd.compress``), read back a few times. In the heap they would crowd
-out the sorts and shuffles that need it (a 2 GB driver ran out of heap at the full benchmark size)."""
+"""The ownership intervals with their handovers (one row per assigned partition, the one frame larger
+than the input): on local disk, compressed, read back once per table. In the heap they would crowd out
+the sort that makes them."""
 
 PARTITION = T.StructType(
     [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
@@ -92,7 +96,8 @@ EVENT_SCHEMA = T.StructType(
 """Schema version 1 of the event log (staticconsumer.eventlog.schema), as Spark reads it: never inferred."""
 
 _REQUIRED = ("v", "type", "ts", "group", "member", "generation", "session", "seq")
-_SMALL = [f.name for f in EVENT_SCHEMA.fields if f.name != "partitions"]
+_USED = tuple(f.name for f in EVENT_SCHEMA.fields if f.name != "partitions")
+"""Every field but the partitions (which only assigned, revoked and lost records keep)."""
 
 
 @dataclass(frozen=True)
@@ -133,30 +138,6 @@ class Tables:
         }
 
 
-@dataclass
-class Parsed:
-    """The one scan of the input: ``lines`` (cached, exploded) and the two views the job reads of it."""
-
-    lines: DataFrame
-    """One row per (line, partition), or per line without partitions; ``problem`` set when malformed."""
-
-    @property
-    def malformed(self) -> DataFrame:
-        return self.lines.where(F.col("problem").isNotNull()).select("file", "problem", "line")
-
-    @property
-    def first_rows(self) -> DataFrame:
-        """One row per valid line (the first of its exploded rows), without the partition columns."""
-        return self.lines.where(F.col("problem").isNull() & (F.coalesce(F.col("pos"), F.lit(0)) == 0))
-
-    @property
-    def partition_rows(self) -> DataFrame:
-        """One row per partition of every valid assigned, revoked or lost record."""
-        return self.lines.where(
-            F.col("problem").isNull() & F.col("type").isin("assigned", *RELEASES) & F.col("pos").isNotNull()
-        )
-
-
 # -- reading ---------------------------------------------------------------------------------------
 
 
@@ -180,11 +161,12 @@ def problem_of(parsed: Column) -> Column:
     )
 
 
-def parse(lines: DataFrame) -> Parsed:
-    """Parse every line once (explicit schema, never failing) and explode its partitions in the same pass.
+def parse(lines: DataFrame) -> DataFrame:
+    """Every line parsed (explicit schema, never failing): one row per line, nothing exploded.
 
-    The result is cached: everything after this reads the cache, never the files again. ``row_id``
-    identifies a line (duplicates of one record have different ids; :func:`records` keeps one).
+    Only assigned, revoked and lost records keep their partitions (the ownership stage's input); only
+    malformed lines keep their text and file (the malformed table's). ``row_id`` identifies a line
+    (duplicates of one record have different ids; :func:`scan` marks all but the first).
     """
     parsed = lines.select(
         F.monotonically_increasing_id().alias("row_id"),
@@ -193,20 +175,60 @@ def parse(lines: DataFrame) -> Parsed:
         "file",
     ).withColumn("problem", problem_of(F.col("r")))
     valid = F.col("problem").isNull()
-    exploded = parsed.select(
+    ownership_record = valid & F.col("r.type").isin("assigned", *RELEASES)
+    return parsed.select(
         "row_id",
-        *(F.col(f"r.{name}").alias(name) for name in _SMALL),
+        *(F.col(f"r.{name}").alias(name) for name in _USED),
         F.when(valid, F.coalesce(F.size(F.col("r.partitions")), F.lit(0))).alias("n"),
-        F.posexplode_outer(F.when(valid, F.col("r.partitions"))).alias("pos", "p"),
+        F.when(ownership_record, F.col("r.partitions")).alias("partitions"),
         "problem",
-        # Only malformed lines keep their text and file (for the malformed table): no copy of the input.
         F.when(~valid, F.col("file")).alias("file"),
         F.when(~valid, F.col("line")).alias("line"),
     )
-    exploded = exploded.select(
-        "*", F.col("p.topic").alias("topic"), F.col("p.partition").alias("partition")
-    ).drop("p")
-    return Parsed(exploded.persist(BIG))
+
+
+def scan(parsed: DataFrame) -> DataFrame:
+    """The one pass over the input: every line, grouped by session and ordered by ``seq``, cached.
+
+    One shuffle by session (of lines as read: the partition arrays travel unexploded) and one sort
+    by (session, seq). In that order, windows that only look backwards (linear in a session's length)
+    mark what the later stages need:
+
+    - ``dup``: a repeated ``(session, seq)`` (the first line read counts, the others are ignored);
+    - ``session_last_ts``: the session's last timestamp;
+    - ``segment``: the latest record up to and including this one that ends a session's ownership
+      (assigned, stopped, fenced, failed). An assignment's releases are the revoked and lost records
+      of its segment; the record that ends it is the next one whose ``previous_segment`` it is.
+
+    Malformed lines stay (under a null session key, apart from every session) for the malformed
+    table. Everything after this reads the cache, never the files again.
+    """
+    valid = F.col("problem").isNull()
+    keyed = parsed.withColumn("_key", F.when(valid, F.col("session")))
+    by_seq = Window.partitionBy("_key").orderBy("seq", "row_id")
+    previous_seq = F.lag("seq").over(by_seq)
+    marked = keyed.withColumn(
+        "dup", F.coalesce(valid & previous_seq.isNotNull() & (previous_seq == F.col("seq")), F.lit(False))
+    )
+    live = valid & ~F.col("dup")
+    ends = F.when(live & F.col("type").isin(*SESSION_ENDS), F.struct("seq", "type"))
+    return marked.select(
+        "*",
+        F.max(F.when(live, F.col("ts")))
+        .over(by_seq.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+        .alias("session_last_ts"),
+        F.last(ends, ignorenulls=True)
+        .over(by_seq.rowsBetween(Window.unboundedPreceding, 0))
+        .alias("segment"),
+        F.last(ends, ignorenulls=True)
+        .over(by_seq.rowsBetween(Window.unboundedPreceding, -1))
+        .alias("previous_segment"),
+    ).persist(SCAN)
+
+
+def malformed_lines(scanned: DataFrame) -> DataFrame:
+    """The malformed lines of the scan: file, problem, line."""
+    return scanned.where(F.col("problem").isNotNull()).select("file", "problem", "line")
 
 
 def _owner(instance: Column, member: Column) -> Column:
@@ -217,25 +239,12 @@ def _owner(instance: Column, member: Column) -> Column:
 # -- records ----------------------------------------------------------------------------------------
 
 
-def records(parsed: Parsed) -> DataFrame:
-    """One row per distinct ``(session, seq)`` with what the later stages need from its session.
-
-    A single window over each session, ordered by ``seq``, drops repeated records and finds for every
-    record the next one that ends a session's ownership (``session_end``: assigned, stopped, fenced or
-    failed) and the session's last timestamp. Cached; its rows are few (one per line, no partitions).
-    """
-    by_seq = Window.partitionBy("session").orderBy("seq", "row_id")
-    first = parsed.first_rows.drop("pos", "topic", "partition", "problem", "file", "line")
-    first = first.withColumn("_previous_seq", F.lag("seq").over(by_seq))
-    unique = first.where(F.col("_previous_seq").isNull() | (F.col("_previous_seq") != F.col("seq"))).drop(
-        "_previous_seq"
-    )
-    later = by_seq.rowsBetween(1, Window.unboundedFollowing)
-    whole = by_seq.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    ends = F.when(F.col("type").isin(*SESSION_ENDS), F.struct("seq", "ts", "type"))
+def records(scanned: DataFrame) -> DataFrame:
+    """One row per distinct ``(session, seq)``, without partitions (``n`` counts them). Cached: every
+    small table is built from it, and its rows are few (one per line)."""
     return (
-        unique.withColumn("session_end", F.first(ends, ignorenulls=True).over(later))
-        .withColumn("session_last_ts", F.max("ts").over(whole))
+        scanned.where(F.col("problem").isNull() & ~F.col("dup"))
+        .select("row_id", *_USED, "n", "session_last_ts")
         .persist(CACHE)
     )
 
@@ -321,10 +330,17 @@ def generations(events: DataFrame) -> DataFrame:
         "group", "ts", F.lit(None).cast("long").alias("generation"), F.lit(0).alias("kind")
     )
     marks = gens.select("group", F.col("start_ts").alias("ts"), "generation", F.lit(1).alias("kind"))
-    following = Window.partitionBy("group").orderBy("ts", "kind").rowsBetween(0, Window.unboundedFollowing)
+    # The generation of the first mark at or after each rejoin, found walking back in time: a running
+    # frame (linear), where a frame to the end would be quadratic in the group's rejoins. Two marks at
+    # one instant: the lower generation.
+    backwards = (
+        Window.partitionBy("group")
+        .orderBy(F.desc("ts"), F.desc("kind"), F.desc("generation"))
+        .rowsBetween(Window.unboundedPreceding, 0)
+    )
     first_rejoin = (
         rejoins.unionByName(marks)
-        .withColumn("next_generation", F.first("generation", ignorenulls=True).over(following))
+        .withColumn("next_generation", F.last("generation", ignorenulls=True).over(backwards))
         .where(F.col("kind") == 0)
         .groupBy("group", "next_generation")
         .agg(F.min("ts").alias("rebalance_start_ts"))
@@ -444,10 +460,88 @@ def sessions(events: DataFrame) -> DataFrame:
 
 # -- partition ownership and handovers ----------------------------------------------------------------
 
+_OPENS, _RELEASES, _CLOSES = 0, 1, 2
+"""The roles a record plays in an assignment's segment: the assignment itself, one of its releases,
+or the record that ends it."""
+_INLINE_RELEASES = 3
+"""Releases per assignment looked up without a lambda (a session revokes once per rebalance)."""
 
-def ownership(
-    parsed: Parsed, events: DataFrame, gens: DataFrame, log_end: DataFrame, options: Options
-) -> DataFrame:
+
+def _assignments(scanned: DataFrame) -> DataFrame:
+    """One row per assignment record with its partitions, its releases and the record that ends it.
+
+    Grouped by (session, assignment) inside the scan's session partitioning, so nothing is shuffled:
+    each assigned record opens a segment, the revoked and lost records after it belong to it, and the
+    session's next assigned, stopped, fenced or failed record closes it (``session_end``). A record
+    that closes one segment and opens the next appears once in each.
+    """
+    live = F.col("problem").isNull() & ~F.col("dup")
+    after_assignment = F.col("segment.type") == "assigned"
+    opens = live & (F.col("type") == "assigned")
+    releases = live & F.col("type").isin(*RELEASES) & after_assignment
+    closes = live & F.col("type").isin(*SESSION_ENDS) & (F.col("previous_segment.type") == "assigned")
+    roles = F.array(
+        F.when(opens, F.struct(F.col("seq").alias("key"), F.lit(_OPENS).alias("role"))),
+        F.when(releases, F.struct(F.col("segment.seq").alias("key"), F.lit(_RELEASES).alias("role"))),
+        F.when(closes, F.struct(F.col("previous_segment.seq").alias("key"), F.lit(_CLOSES).alias("role"))),
+    )
+    rows = (
+        scanned.where(opens | releases | closes)
+        .select("*", F.explode(roles).alias("_role"))
+        .where(F.col("_role").isNotNull())
+        .select(
+            "_key",
+            "group",
+            "session",
+            "instance",
+            "member",
+            "generation",
+            "seq",
+            "ts",
+            "type",
+            "session_last_ts",
+            F.col("_role.key").alias("_segment"),
+            F.col("_role.role").alias("_role"),
+            F.when(F.col("_role.role") != _CLOSES, F.col("partitions")).alias("partitions"),
+        )
+    )
+    segment = Window.partitionBy("_key", "_segment").orderBy("seq")
+    whole = segment.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    role = F.col("_role")
+    return (
+        rows.select(
+            "*",
+            F.collect_list(F.when(role == _RELEASES, F.struct("seq", "ts", "type", "partitions")))
+            .over(whole)
+            .alias("releases"),
+            F.max(F.when(role == _CLOSES, F.struct("seq", "ts", "type"))).over(whole).alias("session_end"),
+        )
+        .where(role == _OPENS)
+        .drop("_role", "_segment")
+    )
+
+
+def _first_release(partition: Column) -> Column:
+    """(ts, type) of the assignment's first release (by ``seq``) that names ``partition``, or null.
+
+    The first few releases are looked up with ``array_contains`` (generated code); a lambda only runs
+    for an assignment with more releases than that.
+    """
+    releases = F.col("releases")
+    found: Column | None = None
+    for i in range(_INLINE_RELEASES):
+        release = F.get(releases, i)
+        hit = F.array_contains(release["partitions"], partition)
+        end = F.struct(release["ts"].alias("ts"), release["type"].alias("type"))
+        found = F.when(hit, end) if found is None else found.when(hit, end)
+    assert found is not None
+    rest = F.slice(releases, _INLINE_RELEASES + 1, F.size(releases))
+    later = F.get(F.filter(rest, lambda r: F.array_contains(r["partitions"], partition)), 0)
+    later_end = F.struct(later["ts"].alias("ts"), later["type"].alias("type"))
+    return found.when(F.size(releases) > _INLINE_RELEASES, F.when(later.isNotNull(), later_end))
+
+
+def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: Options) -> DataFrame:
     """Who owned each partition when, and how each interval was handed over from the ones before it.
 
     One row per (session, assignment, partition). An interval ends at the session's own revoke or lost
@@ -456,62 +550,62 @@ def ownership(
     the next owner's assignment of the partition or the group's next generation, whichever is first
     (``end_inferred``); with neither, the interval is still open at the end of the log.
 
-    The exploded partitions are shuffled once, by (group, topic, partition). Inside that partitioning
-    two sorts do all the work: by (session, seq) to find each interval's own end, then by (generation,
-    start time, session) for the handovers. Generation order is immune to clock skew, so only
-    handovers inside one generation depend on clocks. The result is cached; the ownership, gaps,
-    overlaps and moves tables are projections and filters of it.
+    Each interval's own end is found per assignment, before anything is exploded (see
+    :func:`_assignments`). Then the assigned partitions are exploded and shuffled once, by (group,
+    topic, partition), and one sort by (generation, start time, session) inside that partitioning
+    gives every handover. Generation order is immune to clock skew, so only handovers inside one
+    generation depend on clocks. The result is cached; the ownership, gaps, overlaps and moves tables
+    are projections and filters of it.
     """
-    assignments = events.where(F.col("type") == "assigned").select(
-        F.col("row_id").alias("_rid"), "session_end", "session_last_ts"
-    )
-    releases = events.where(F.col("type").isin(*RELEASES)).select(F.col("row_id").alias("_rid"))
-    kept = assignments.unionByName(releases, allowMissingColumns=True)
-    # Inner join with the kept records: repeated lines fall out here too. One row per assignment or
-    # release record, broadcast (the partitions stay where they were read).
-    rows = parsed.partition_rows.select(
-        "row_id",
-        "group",
-        "topic",
-        "partition",
-        "session",
-        "seq",
-        "ts",
-        "type",
-        "generation",
-        "instance",
-        "member",
-    )
-    rows = rows.join(F.broadcast(kept), rows["row_id"] == kept["_rid"]).drop("_rid", "row_id")
-    rows = rows.repartition("group", "topic", "partition")
-
-    own = Window.partitionBy("group", "topic", "partition", "session").orderBy("seq")
-    rows = rows.withColumn("next_record", F.lead(F.struct("seq", "ts", "type")).over(own))
-    intervals = rows.where(F.col("type") == "assigned")
-    first_by_seq = (
-        F.when(F.col("session_end").isNull(), F.col("next_record"))
-        .when(F.col("next_record").isNull(), F.col("session_end"))
-        .when(F.col("next_record.seq") < F.col("session_end.seq"), F.col("next_record"))
-        .otherwise(F.col("session_end"))
-    )
-    intervals = intervals.withColumn("explicit_end", first_by_seq)
+    assignments = _assignments(scanned)
     next_gen = gens.select(
         F.col("group").alias("_gg"),
         F.col("generation").alias("_gn"),
         F.col("next_start_ts").alias("_next_gen"),
     )
-    intervals = intervals.join(
+    assignments = assignments.join(
         F.broadcast(next_gen),
-        (intervals["group"] == next_gen["_gg"]) & (intervals["generation"] == next_gen["_gn"]),
+        (assignments["group"] == next_gen["_gg"]) & (assignments["generation"] == next_gen["_gn"]),
         "left",
     ).drop("_gg", "_gn")
     ends = log_end.select(F.col("group").alias("_lg"), "log_end_ts")
-    intervals = intervals.join(F.broadcast(ends), intervals["group"] == ends["_lg"], "left").drop("_lg")
-
-    order = Window.partitionBy("group", "topic", "partition").orderBy("generation", "ts", "session")
+    assignments = assignments.join(F.broadcast(ends), assignments["group"] == ends["_lg"], "left").drop("_lg")
+    # A partition named twice in one assignment: the earlier copy ends at the assignment itself (as
+    # a record naming the partition again), the last one as usual.
+    repeats = F.size(F.array_distinct("partitions")) < F.size("partitions")
+    exploded = assignments.select(
+        "*", repeats.alias("_repeats"), F.posexplode("partitions").alias("_pos", "_p")
+    )
+    partition = F.col("_p")
+    later_copy = F.array_position(
+        F.slice("partitions", F.col("_pos") + 2, F.size("partitions") - F.col("_pos") - 1), partition
+    )
+    session_end = F.struct(F.col("session_end.ts").alias("ts"), F.col("session_end.type").alias("type"))
+    explicit = F.when(F.col("_repeats") & (later_copy > 0), F.struct("ts", "type")).otherwise(
+        F.coalesce(_first_release(partition), session_end)
+    )
+    intervals = exploded.select(
+        F.xxhash64("group", partition["topic"], partition["partition"]).alias("_pkey"),
+        "group",
+        partition["topic"].alias("topic"),
+        partition["partition"].alias("partition"),
+        "generation",
+        "session",
+        "instance",
+        "member",
+        "ts",
+        explicit.alias("_end"),
+        "session_last_ts",
+        "_next_gen",
+        "log_end_ts",
+    )
+    # The partition's hash leads the key: the sort compares one long for almost every pair of rows.
+    order = Window.partitionBy("_pkey", "group", "topic", "partition").orderBy("generation", "ts", "session")
     successor = F.least(F.lead("ts").over(order), F.col("_next_gen"))  # least/greatest skip nulls
     inferred = F.when(successor.isNotNull(), F.greatest(F.col("ts"), successor))
+    explicit_end = F.col("_end.type").isNotNull()
     intervals = intervals.select(
+        "_pkey",
         "group",
         "topic",
         "partition",
@@ -521,42 +615,68 @@ def ownership(
         "member",
         _owner(F.col("instance"), F.col("member")).alias("owner"),
         "ts",
-        F.coalesce(F.col("explicit_end.ts"), inferred).alias("end_ts"),
-        F.coalesce(F.col("explicit_end.type"), F.when(inferred.isNotNull(), F.lit("inferred"))).alias(
-            "ended_by"
-        ),
-        (F.col("explicit_end").isNull() & inferred.isNotNull()).alias("end_inferred"),
+        F.when(explicit_end, F.col("_end.ts")).otherwise(inferred).alias("end_ts"),
+        F.when(explicit_end, F.col("_end.type"))
+        .when(inferred.isNotNull(), F.lit("inferred"))
+        .alias("ended_by"),
+        (~explicit_end & inferred.isNotNull()).alias("end_inferred"),
         "session_last_ts",
         "log_end_ts",
     )
     before = order.rowsBetween(Window.unboundedPreceding, -1)
     effective_end = F.coalesce(F.col("end_ts"), F.col("log_end_ts"))
-    handed = intervals.withColumn(
-        "prev",
-        F.max(F.struct(effective_end.alias("effective_end_ts"), "session", "owner", "end_inferred")).over(
-            before
-        ),
-    ).withColumn("prev_owner_in_order", F.lag("owner").over(order))
-    handed = handed.withColumn("gap", F.col("ts") - F.col("prev.effective_end_ts")).withColumn(
-        "effective_end_ts", effective_end
+    prev = F.max(F.struct(effective_end.alias("effective_end_ts"), "session", "owner", "end_inferred")).over(
+        before
     )
-    return handed.withColumnRenamed("ts", "start_ts").persist(BIG)
+    handed = intervals.select(
+        "*",
+        prev.alias("prev"),
+        F.lag("owner").over(order).alias("prev_owner_in_order"),
+        effective_end.alias("effective_end_ts"),
+    )
+    return handed.select(
+        "_pkey",
+        "group",
+        "topic",
+        "partition",
+        "generation",
+        "session",
+        "instance",
+        "member",
+        "owner",
+        F.col("ts").alias("start_ts"),
+        "end_ts",
+        "ended_by",
+        "end_inferred",
+        "session_last_ts",
+        (F.col("ts") - F.col("prev.effective_end_ts")).alias("gap"),
+        "effective_end_ts",
+        F.col("prev.effective_end_ts").alias("prev_end_ts"),
+        F.col("prev.session").alias("prev_session"),
+        F.col("prev.owner").alias("prev_owner"),
+        F.col("prev.end_inferred").alias("prev_end_inferred"),
+        "prev_owner_in_order",
+    ).persist(BIG)
 
 
 def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances."""
-    keys = ["group", "topic", "partition"]
+    """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances.
+
+    Each keeps ``_pkey`` (the partition's hash, by which ``handed`` is partitioned) for the summary;
+    the tables drop it.
+    """
+    keys = ["_pkey", "group", "topic", "partition"]
     gaps = handed.where(F.col("gap") > 0).select(
         *keys,
-        F.col("prev.effective_end_ts").alias("gap_start_ts"),
+        F.col("prev_end_ts").alias("gap_start_ts"),
         F.col("start_ts").alias("gap_end_ts"),
         F.col("gap").alias("seconds"),
-        F.col("prev.owner").alias("from_owner"),
+        F.col("prev_owner").alias("from_owner"),
         F.col("owner").alias("to_owner"),
-        F.col("prev.end_inferred").alias("after_inferred_end"),
+        F.col("prev_end_inferred").alias("after_inferred_end"),
         F.col("generation").alias("to_generation"),
     )
-    overlap_end = F.least(F.col("prev.effective_end_ts"), F.col("effective_end_ts"))
+    overlap_end = F.least(F.col("prev_end_ts"), F.col("effective_end_ts"))
     overlaps = handed.where(
         (F.col("gap") < -options.skew_tolerance_seconds)
         & (overlap_end - F.col("start_ts") > options.skew_tolerance_seconds)
@@ -565,8 +685,8 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("start_ts").alias("overlap_start_ts"),
         overlap_end.alias("overlap_end_ts"),
         (overlap_end - F.col("start_ts")).alias("seconds"),
-        F.col("prev.session").alias("earlier_session"),
-        F.col("prev.owner").alias("earlier_owner"),
+        F.col("prev_session").alias("earlier_session"),
+        F.col("prev_owner").alias("earlier_owner"),
         F.col("session").alias("later_session"),
         F.col("owner").alias("later_owner"),
         F.col("generation").alias("later_generation"),
@@ -636,10 +756,11 @@ def summary(
     """One row per (group, window): every source's rows placed in windows by one join, one aggregation."""
     one = F.lit(1)
     # Gaps are many (one per partition and handover): reduce them per partition first, where they
-    # already are (partitioned by group, topic, partition), then only one row per partition moves.
+    # already are (partitioned by the partition's hash, group, topic, partition), then only one row
+    # per partition moves.
     per_partition = (
         in_window(gaps, windows, "gap_start_ts")
-        .groupBy("group", "window", "topic", "partition")
+        .groupBy("_pkey", "group", "window", "topic", "partition")
         .agg(
             F.count("*").alias("unowned_gaps"),
             F.sum("seconds").alias("unowned_partition_seconds"),
@@ -697,7 +818,7 @@ def summary(
         rows = rows.unionByName(part, allowMissingColumns=True)
     placed = in_window(rows, windows, "_ts").drop("_ts")
     placed = placed.unionByName(
-        per_partition.drop("topic", "partition", "_ts").withColumn("partitions_unowned", one),
+        per_partition.drop("_pkey", "topic", "partition", "_ts").withColumn("partitions_unowned", one),
         allowMissingColumns=True,
     )
     totals = placed.groupBy("group", "window").agg(
@@ -711,31 +832,28 @@ def summary(
         "group", "window", "start_ts", "last_lifecycle_ts", "next_start_ts", "joins", "stops"
     ).join(totals, ["group", "window"], "left")
     out = out.fillna(0, subset=list(_ZERO_FILLED))
-    integral = [
-        name
-        for name in _SUMMED
-        if name not in ("rebalance_seconds", "unowned_partition_seconds", "double_owned_seconds")
-    ]
-    for name in integral:
-        out = out.withColumn(name, F.col(name).cast("long"))
-    for name in (
+    doubles = (
         "rebalance_seconds",
         "unowned_partition_seconds",
         "double_owned_seconds",
         "longest_unowned_seconds",
-    ):
-        out = out.withColumn(name, F.col(name).cast("double"))
-    return out
+    )
+    casts = {name: "long" for name in _SUMMED if name not in doubles} | {name: "double" for name in doubles}
+    # One projection (a withColumn per column would re-analyse the whole plan each time).
+    return out.select(
+        *(F.col(name).cast(casts[name]).alias(name) if name in casts else F.col(name) for name in out.columns)
+    )
 
 
 # -- the whole job ------------------------------------------------------------------------------------
 
 
-def build(parsed: Parsed, events: DataFrame, options: Options) -> Tables:
-    """All tables from the parsed input and its :func:`records`; nothing runs until a table is written.
+def build(scanned: DataFrame, events: DataFrame, options: Options, *, malformed: bool = True) -> Tables:
+    """All tables from the :func:`scan` and its :func:`records`; nothing runs until a table is written.
 
     The frames that several tables read are cached (records, the small tables, the ownership
     intervals with their handovers), so each is computed once however many tables read it.
+    ``malformed=False`` (the scan found no malformed line) leaves the scan alone for that table.
     """
     windows = deploy_windows(events, options).persist(CACHE)
     gens = in_window(generations(events), windows, "start_ts").persist(CACHE)
@@ -743,7 +861,7 @@ def build(parsed: Parsed, events: DataFrame, options: Options) -> Tables:
     leader_table = in_window(leaders(events, members), windows, "ts").persist(CACHE)
     session_table = sessions(events).persist(CACHE)
     log_end = events.groupBy("group").agg(F.max("ts").alias("log_end_ts"))
-    handed = ownership(parsed, events, gens, log_end, options)
+    handed = ownership(scanned, gens, log_end, options)
     gaps, overlaps, moves = handovers(handed, options)
     intervals = handed.select(
         "group",
@@ -763,7 +881,10 @@ def build(parsed: Parsed, events: DataFrame, options: Options) -> Tables:
     windows_table = summary(
         windows, gens, events, gaps, overlaps, moves, session_table, leader_table
     ).persist(CACHE)
-    malformed_counts = parsed.malformed.groupBy("file", "problem").agg(
+    lines = malformed_lines(scanned)
+    if not malformed:
+        lines = lines.limit(0)
+    malformed_counts = lines.groupBy("file", "problem").agg(
         F.count("*").alias("lines"), F.min("line").alias("example")
     )
     return Tables(
@@ -771,9 +892,9 @@ def build(parsed: Parsed, events: DataFrame, options: Options) -> Tables:
         generations=gens,
         leaders=leader_table,
         ownership=in_window(intervals, windows, "start_ts"),
-        gaps=in_window(gaps, windows, "gap_start_ts"),
-        overlaps=in_window(overlaps, windows, "overlap_start_ts"),
-        moves=in_window(moves, windows, "ts"),
+        gaps=in_window(gaps.drop("_pkey"), windows, "gap_start_ts"),
+        overlaps=in_window(overlaps.drop("_pkey"), windows, "overlap_start_ts"),
+        moves=in_window(moves.drop("_pkey"), windows, "ts"),
         sessions=in_window(session_table, windows, "start_ts"),
         malformed=malformed_counts,
     )

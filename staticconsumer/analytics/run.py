@@ -229,27 +229,26 @@ def _analyze(
         f"{shuffles} shuffle partitions (adaptive), master {session.sparkContext.master}"
     )
     with progress.step("reading and parsing every line once"):
-        parsed = job.parse(job.read_lines(session, paths))
-        counts = parsed.lines.agg(
-            F.sum(F.when(F.col("problem").isNull() & (F.coalesce(F.col("pos"), F.lit(0)) == 0), 1)).alias(
-                "valid"
-            ),
-            F.sum(F.when(F.col("problem").isNotNull(), 1)).alias("malformed"),
+        scanned = job.scan(job.parse(job.read_lines(session, paths)))
+        valid = F.col("problem").isNull()
+        counts = scanned.agg(
+            F.count_if(valid).alias("valid"),
+            F.count_if(valid & ~F.col("dup")).alias("records"),
+            F.count_if(~valid).alias("malformed"),
         ).collect()[0]
     malformed_lines = int(counts["malformed"] or 0)
     if not counts["valid"]:
         example = ""
         if malformed_lines:
-            first = parsed.malformed.limit(1).collect()[0]
+            first = job.malformed_lines(scanned).limit(1).collect()[0]
             example = f"; e.g. {first['file']}: {first['problem']}"
         raise AnalyticsInputError(
             f"empty input: no event log record in {size.files} files under {', '.join(paths)} "
             f"({malformed_lines} malformed lines{example})"
         )
-    with progress.step("records: de-duplicated, ordered per session"):
-        events = job.records(parsed)
-        event_count = events.count()
-    tables = job.build(parsed, events, options)
+    event_count = int(counts["records"])
+    events = job.records(scanned)
+    tables = job.build(scanned, events, options, malformed=malformed_lines > 0)
     out_path = None if out is None else Path(str(out))
     if out is not None:
         for name, frame in tables.as_dict().items():

@@ -2,19 +2,19 @@
 
 The plan is a few passes over the input, whatever its size (docs/analytics.md, "How the work runs"):
 
-1. **One scan**: every line is parsed with an explicit schema and its partitions exploded right away
-   (``posexplode_outer``), into one cached frame on local disk (:func:`parse`). Columns that repeat along
-   an exploded record compress to almost nothing in Spark's columnar cache, so the arrays are never kept
-   twice and the raw files are never read again.
-2. **Records** (one row per line, small): de-duplicated by ``(session, seq)`` with a window over the
-   session that also finds, for every assignment, the record that ends it (:func:`records`). No
-   ``dropDuplicates`` over array columns (that is a full sort of the input).
+1. **One scan** (:func:`parse`, :func:`scan`): every line is parsed with an explicit schema, nothing
+   exploded (assignments keep their partitions as arrays), then shuffled once by session and sorted by
+   ``seq``; running windows in that order mark repeated records, each session's last timestamp and the
+   assignment each release or end belongs to. Cached; the raw files are never read again.
+2. **Records** (:func:`records`): the scan without repeated or malformed lines. No ``dropDuplicates``
+   over array columns (that is a full sort of the input).
 3. **Small tables** from the records: deploy windows, generations, leaders, sessions (a few rows per
    restart; keyed by group, (group, generation), (group, session)).
-4. **One shuffle of the exploded partitions**, keyed by (group, topic, partition): the ownership intervals
-   and every handover (gaps, overlaps, moves) come out of two sorts inside that partitioning
-   (:func:`ownership`). This is the only stage whose size is partitions x assignments, and it spreads over
-   as many tasks as the fleet has partitions: one huge group is no hot spot.
+4. **Ownership** (:func:`ownership`): each assignment with its releases and the record that ends it,
+   found inside the scan's session partitioning; then its partitions exploded and shuffled once, keyed
+   by the partition, and one sort gives every interval's handover (gaps, overlaps, moves). This is the
+   only stage whose size is partitions x assignments, and it spreads over as many tasks as the fleet
+   has partitions: one huge group is no hot spot.
 5. **One aggregation** for the per-window summary: every contribution is a row placed in its window by a
    broadcast range join (:func:`in_window`), then a single ``groupBy(group, window)``.
 

@@ -308,16 +308,29 @@ def _table(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
     return sorted((tuple(row) for row in frame.select(*columns).collect()), key=repr)
 
 
+TIMED_RUNS = 2
+"""Runs of each master, alternated, the fastest of each compared: on a CI machine that other jobs load,
+one run's wall time varies by more than the 2x this test holds the cluster to (a JVM that starts
+during another test's burst), while the fastest of alternated runs saw the same load."""
+
+
 def test_a_standalone_cluster_gives_every_table_of_the_local_run_within_twice_its_time(
     bounces: Bounces, standalone: Standalone, spark: SparkSession, tmp_path: Path
 ) -> None:
-    local_seconds = _analyze_command(bounces.logs, tmp_path / "local", "local[2]")
-    cluster_seconds = _analyze_command(bounces.logs, tmp_path / "cluster", standalone.master)
-    names = sorted(p.name for p in (tmp_path / "local").iterdir() if p.is_dir())
+    local_times: list[float] = []
+    cluster_times: list[float] = []
+    for run in range(TIMED_RUNS):
+        local_times.append(_analyze_command(bounces.logs, tmp_path / f"local{run}", "local[2]"))
+        cluster_times.append(_analyze_command(bounces.logs, tmp_path / f"cluster{run}", standalone.master))
+    names = sorted(p.name for p in (tmp_path / "local0").iterdir() if p.is_dir())
     assert names == sorted(TABLES)
     for name in names:
-        local, cluster = _table(spark, tmp_path / "local" / name), _table(spark, tmp_path / "cluster" / name)
-        assert cluster == local, f"table {name} differs between local[2] and {standalone.master}"
-    assert _table(spark, tmp_path / "local" / "windows"), "the bounce made deploy windows"
-    print(f"local[2] {local_seconds:.1f}s, standalone cluster {cluster_seconds:.1f}s")
-    assert cluster_seconds < 2 * local_seconds, (local_seconds, cluster_seconds)
+        local = _table(spark, tmp_path / "local0" / name)
+        for run in range(TIMED_RUNS):
+            assert _table(spark, tmp_path / f"local{run}" / name) == local, f"table {name}: local runs differ"
+            cluster = _table(spark, tmp_path / f"cluster{run}" / name)
+            assert cluster == local, f"table {name} differs between local[2] and {standalone.master}"
+    assert _table(spark, tmp_path / "local0" / "windows"), "the bounce made deploy windows"
+    local_seconds, cluster_seconds = min(local_times), min(cluster_times)
+    print(f"local[2] {local_times} s, standalone cluster {cluster_times} s")
+    assert cluster_seconds < 2 * local_seconds, (local_times, cluster_times)

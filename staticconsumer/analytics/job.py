@@ -467,6 +467,29 @@ _INLINE_RELEASES = 3
 """Releases per assignment looked up without a lambda (a session revokes once per rebalance)."""
 
 
+def _partition_key(partition: Column) -> Column:
+    """A (topic, partition) struct as one string, equal exactly when the structs are (a null stays null).
+
+    Arrays of strings are searched and de-duplicated by generated code with hashing; arrays of structs
+    by interpreted, pairwise comparisons (most of the ownership stage's time). The topic is
+    length-prefixed, so no topic name can make two keys collide.
+    """
+    topic, number = partition["topic"], partition["partition"]
+    return F.when(
+        partition.isNotNull(),
+        F.concat(
+            F.coalesce(F.concat(F.length(topic).cast("string"), F.lit(":"), topic), F.lit("N")),
+            F.lit("/"),
+            F.coalesce(number.cast("string"), F.lit("N")),
+        ),
+    )
+
+
+def _partition_keys(partitions: Column) -> Column:
+    """:func:`_partition_key` of every element."""
+    return F.transform(partitions, _partition_key)
+
+
 def _assignments(scanned: DataFrame) -> DataFrame:
     """One row per assignment record with its partitions, its releases and the record that ends it.
 
@@ -511,7 +534,12 @@ def _assignments(scanned: DataFrame) -> DataFrame:
     return (
         rows.select(
             "*",
-            F.collect_list(F.when(role == _RELEASES, F.struct("seq", "ts", "type", "partitions")))
+            F.collect_list(
+                F.when(
+                    role == _RELEASES,
+                    F.struct("seq", "ts", "type", _partition_keys(F.col("partitions")).alias("keys")),
+                )
+            )
             .over(whole)
             .alias("releases"),
             F.max(F.when(role == _CLOSES, F.struct("seq", "ts", "type"))).over(whole).alias("session_end"),
@@ -521,8 +549,8 @@ def _assignments(scanned: DataFrame) -> DataFrame:
     )
 
 
-def _first_release(partition: Column) -> Column:
-    """(ts, type) of the assignment's first release (by ``seq``) that names ``partition``, or null.
+def _first_release(key: Column) -> Column:
+    """(ts, type) of the assignment's first release (by ``seq``) that names the partition, or null.
 
     The first few releases are looked up with ``array_contains`` (generated code); a lambda only runs
     for an assignment with more releases than that.
@@ -531,12 +559,12 @@ def _first_release(partition: Column) -> Column:
     found: Column | None = None
     for i in range(_INLINE_RELEASES):
         release = F.get(releases, i)
-        hit = F.array_contains(release["partitions"], partition)
+        hit = F.array_contains(release["keys"], key)
         end = F.struct(release["ts"].alias("ts"), release["type"].alias("type"))
         found = F.when(hit, end) if found is None else found.when(hit, end)
     assert found is not None
     rest = F.slice(releases, _INLINE_RELEASES + 1, F.size(releases))
-    later = F.get(F.filter(rest, lambda r: F.array_contains(r["partitions"], partition)), 0)
+    later = F.get(F.filter(rest, lambda r: F.array_contains(r["keys"], key)), 0)
     later_end = F.struct(later["ts"].alias("ts"), later["type"].alias("type"))
     return found.when(F.size(releases) > _INLINE_RELEASES, F.when(later.isNotNull(), later_end))
 
@@ -572,17 +600,16 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
     assignments = assignments.join(F.broadcast(ends), assignments["group"] == ends["_lg"], "left").drop("_lg")
     # A partition named twice in one assignment: the earlier copy ends at the assignment itself (as
     # a record naming the partition again), the last one as usual.
-    repeats = F.size(F.array_distinct("partitions")) < F.size("partitions")
-    exploded = assignments.select(
-        "*", repeats.alias("_repeats"), F.posexplode("partitions").alias("_pos", "_p")
-    )
-    partition = F.col("_p")
+    keys = assignments.withColumn("_keys", _partition_keys(F.col("partitions")))
+    repeats = F.size(F.array_distinct("_keys")) < F.size("_keys")
+    exploded = keys.select("*", repeats.alias("_repeats"), F.posexplode("partitions").alias("_pos", "_p"))
+    partition, key = F.col("_p"), F.get(F.col("_keys"), F.col("_pos"))
     later_copy = F.array_position(
-        F.slice("partitions", F.col("_pos") + 2, F.size("partitions") - F.col("_pos") - 1), partition
+        F.slice("_keys", F.col("_pos") + 2, F.size("_keys") - F.col("_pos") - 1), key
     )
     session_end = F.struct(F.col("session_end.ts").alias("ts"), F.col("session_end.type").alias("type"))
     explicit = F.when(F.col("_repeats") & (later_copy > 0), F.struct("ts", "type")).otherwise(
-        F.coalesce(_first_release(partition), session_end)
+        F.coalesce(_first_release(key), session_end)
     )
     intervals = exploded.select(
         F.xxhash64("group", partition["topic"], partition["partition"]).alias("_pkey"),

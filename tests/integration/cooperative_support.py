@@ -64,12 +64,20 @@ class Listener(ConsumerRebalanceListener):
 class Member:
     """A StaticConsumer polling in a task of its own, recording deliveries into the ledger."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, instance: str, ledger: Ledger, **options: Any):
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str | tuple[str, ...],
+        instance: str,
+        ledger: Ledger,
+        **options: Any,
+    ):
         self.instance = instance
         self.ledger = ledger
         self.listener = Listener()
         self.consumer = StaticConsumer(
-            topic,
+            *((topic,) if isinstance(topic, str) else topic),
             bootstrap_servers=bootstrap,
             group_id=group,
             group_instance_id=instance,
@@ -178,7 +186,7 @@ class OwnershipSampler:
 
     def double_owned(self) -> list[tuple[float, Partition, list[str]]]:
         """Every sample where a partition had two owners at once."""
-        found = []
+        found: list[tuple[float, Partition, list[str]]] = []
         for sample in self.samples:
             owners: dict[Partition, list[str]] = {}
             for name, partitions in sample.held.items():

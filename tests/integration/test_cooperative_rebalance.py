@@ -172,3 +172,83 @@ async def test_a_member_that_leaves_gives_up_only_its_own_partitions_in_one_gene
         await commits.stop()
         for member in members:
             await member.stop()
+
+
+async def test_dropping_a_topic_revokes_only_its_partitions_before_the_join_and_keeps_the_rest_fetching(
+    kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    """Issue 13: under cooperative, the only revocation before rejoining is of topics no longer subscribed.
+    m0 drops topic B: its B partitions are revoked before its next JoinGroup goes out, its A partitions
+    are never revoked nor stopped (A is produced to throughout), and B ends up wholly with m1 (which may
+    hand m0 some of A for balance, in a second round: that is m1's revoke, never m0's)."""
+    topic_a, topic_b = f"{unique_topic}-a", f"{unique_topic}-b"
+    kafka_broker.create_topic(topic_a, 6)  # more of A than of B: after m0 drops B, A stays spread
+    kafka_broker.create_topic(topic_b, 4)
+    bootstrap = kafka_broker.bootstrap_servers
+    partitions_a = {(topic_a, p) for p in range(6)}
+    partitions_b = {(topic_b, p) for p in range(4)}
+    ledger = Ledger()
+    producer = await LedgerProducer(bootstrap, topic_a, ledger, rate=120.0).start()
+    producer_b = await LedgerProducer(bootstrap, topic_b, ledger, rate=80.0).start()  # m1 keeps some of B
+    joins: list[float] = []
+
+    def record_joins(api: str, version: int, message: object) -> None:
+        if api == "JoinGroupRequest":
+            joins.append(time.monotonic())  # the membership thread; the clock is the process's
+
+    dropper = Member(bootstrap, unique_group, (topic_a, topic_b), "m0", ledger, request_hook=record_joins)
+    keeper = Member(bootstrap, unique_group, (topic_a, topic_b), "m1", ledger)
+    members = [dropper, keeper]
+    sampler = OwnershipSampler({m.instance: m for m in members})
+    try:
+        for member in members:
+            await member.start()
+        before = await until_settled(members, partitions_a | partitions_b, within=90)
+        assert dropper.consumer.rebalance_protocol == "cooperative"
+        dropped = before["m0"] & partitions_b
+        kept_a = before["m0"] & partitions_a
+        assert dropped, f"m0 should own some of B to start with: {before}"
+        assert kept_a, f"m0 should own some of A to start with: {before}"
+        sampler.start()
+        await asyncio.sleep(2)
+
+        subscribed_at = time.monotonic()
+        dropper.consumer.subscribe(topics=[topic_a], listener=dropper.listener)
+        after = await until_settled(members, partitions_a | partitions_b, within=90)
+        settled_at = time.monotonic()
+        await sampler.stop()
+
+        revokes = [c for c in dropper.listener.calls if c.at >= subscribed_at and c.kind == "revoked"]
+        joins_after = [at for at in joins if at >= subscribed_at]
+        assert revokes, "m0 revoked something after subscribe"
+        assert joins_after, "m0 rejoined after subscribe"
+        assert set(revokes[0].partitions) == dropped, "exactly its partitions of B are revoked first"
+        assert revokes[0].at < joins_after[0], "B is revoked before the JoinGroup goes out, not after"
+        assert dropper.listener.since(subscribed_at, "revoked") == dropped, "no partition of A is revoked"
+        assert not dropper.listener.since(subscribed_at, "lost")
+        gained = after["m0"] - before["m0"]
+        assert gained <= partitions_a, "m0 gains only A"
+        assert dropper.listener.since(subscribed_at, "assigned") == gained
+        # m1 gives up only what balance moves to m0 (partitions of A), and takes m0's B.
+        assert keeper.listener.since(subscribed_at, "revoked") == gained
+        assert keeper.listener.since(subscribed_at, "assigned") == dropped, "m1 is assigned m0's B"
+
+        assert after["m1"] >= partitions_b, f"B all with m1: {after}"
+        assert not after["m0"] & partitions_b, f"m0 owns no B: {after}"
+        assert after["m0"] >= kept_a, "m0 keeps every partition of A it had"
+        assert after["m0"] & partitions_a, "A is still spread: m0 owns some"
+        assert after["m1"] & partitions_a, "A is still spread: m1 owns some"
+        assert not sampler.double_owned(), "never two holders at the same moment"
+        # Kept partitions (m0's of A, all of m1's) never stopped, delivered throughout, every offset once.
+        gaps = assert_kept_partitions_were_never_stopped(
+            members, sampler, before, after, subscribed_at, settled_at
+        )
+        assert all(dropper.offsets_after(p, subscribed_at) for p in kept_a), "A kept arriving at m0"
+        longest = max(gaps.values())
+        print(f"subscription change {settled_at - subscribed_at:.2f}s, longest kept gap {longest:.2f}s")
+    finally:
+        await sampler.stop()
+        await producer.stop()
+        await producer_b.stop()
+        for member in members:
+            await member.stop()

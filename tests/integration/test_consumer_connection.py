@@ -72,7 +72,16 @@ async def test_a_broker_that_goes_away_is_one_warning_and_its_return_one_more(
                 60,
                 "the broker's return noticed",
             )
-            assert len(await consume(consumer, 2, within=90)) == 2, "consuming again"
+            # Consuming again: both new records, nothing else. The swapped-in cluster does not know the
+            # member, so it may rejoin after it already read a record (the position could not be
+            # committed anywhere): that record comes again, as at-least-once allows.
+            keys: list[bytes] = []
+            deadline = time.monotonic() + 90
+            while {b"k100", b"k101"} - set(keys):
+                assert time.monotonic() < deadline, f"consuming again: got {keys} within 90 s"
+                for rows in (await consumer.getmany(timeout_ms=500)).values():
+                    keys.extend(record.key for record in rows)
+            assert set(keys) == {b"k100", b"k101"}, keys
             back = _monitor_says(caplog.records, "is reachable again")
             assert len(back) == 1, back
             assert "connection state connected" in back[0]

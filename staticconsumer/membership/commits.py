@@ -34,6 +34,9 @@ class CommitBook:
     def __init__(self) -> None:
         self._committed: dict[TopicPartition, int] = {}
         self._pending: dict[int, PendingCommit] = {}
+        # Commits answered "retry later" (STALE_MEMBER_EPOCH) and held for a resend: still in flight for the
+        # no-backwards rule, or a later, higher commit could be overtaken by the resend of a lower one.
+        self._parked: dict[int, PendingCommit] = {}
 
     @property
     def committed(self) -> Mapping[TopicPartition, int]:
@@ -45,7 +48,7 @@ class CommitBook:
     ) -> dict[TopicPartition, tuple[int, int]]:
         """Partitions whose requested offset is below one already committed or in flight."""
         floors: dict[TopicPartition, int] = dict(self._committed)
-        for pending in self._pending.values():
+        for pending in (*self._pending.values(), *self._parked.values()):
             for tp, om in pending.offsets.items():
                 floors[tp] = max(floors.get(tp, om.offset), om.offset)
         return {
@@ -60,6 +63,13 @@ class CommitBook:
     def take(self, request_id: int) -> PendingCommit | None:
         return self._pending.pop(request_id, None)
 
+    def park(self, pending: PendingCommit) -> None:
+        """Hold an answered commit for a resend; its offsets keep counting as in flight."""
+        self._parked[pending.token.request_id] = pending
+
+    def unpark(self, pending: PendingCommit) -> None:
+        self._parked.pop(pending.token.request_id, None)
+
     def acknowledge(self, pending: PendingCommit, partition_errors: Mapping[TopicPartition, int]) -> int:
         """Record the partitions that were committed; return the first error code (NONE if none failed)."""
         first_error: int = ErrorCode.NONE
@@ -73,8 +83,9 @@ class CommitBook:
         return first_error
 
     def abandon(self) -> list[PendingCommit]:
-        """Every commit still waiting for an answer; the book forgets them (the member is finished)."""
-        pending, self._pending = list(self._pending.values()), {}
+        """Every commit still waiting for an answer or a resend; the book forgets them (the member is finished)."""
+        pending = [*self._pending.values(), *self._parked.values()]
+        self._pending, self._parked = {}, {}
         return pending
 
 

@@ -409,11 +409,7 @@ class ConsumerGroupMachine(MachineCore):
         else:
             self._life = _Life.STOPPING
             self._stop_leave_group = event.leave_group
-            for parked in self._parked:
-                self._complete_commit(
-                    parked.pending, CommitFailedError("the consumer is stopping; the commit was not resent")
-                )
-            self._parked.clear()
+            self._fail_parked_commits(CommitFailedError("the consumer is stopping; the commit was not resent"))
 
     def _leave_epoch(self) -> int:
         if self._config.is_static and not self._stop_leave_group:
@@ -549,15 +545,12 @@ class ConsumerGroupMachine(MachineCore):
         self._full = True
         self._subscription_acked = None
         self._owned_acked = None
-        for parked in self._parked:
-            self._complete_commit(
-                parked.pending,
-                CommitFailedError(
-                    "the member left the group before the commit could be resent; its partitions may "
-                    "already belong to another member"
-                ),
+        self._fail_parked_commits(
+            CommitFailedError(
+                "the member left the group before the commit could be resent; its partitions may "
+                "already belong to another member"
             )
-        self._parked.clear()
+        )
 
     def _drive_out_of_group(self) -> None:
         """Out of the group (fenced by epoch, or stale): give up what is held as lost once no callback runs;
@@ -1091,8 +1084,15 @@ class ConsumerGroupMachine(MachineCore):
         again = pending.token.request_id in self._resent_same_epoch
         self._resent_same_epoch.discard(pending.token.request_id)
         self._parked.append(_Parked(pending, sent_epoch, resent_at_same_epoch=again))
+        self._commits.park(pending)
         if self._life is _Life.RUNNING:
             self._urgent = True  # learn the current epoch now rather than at the next interval
+
+    def _fail_parked_commits(self, error: Exception) -> None:
+        for parked in self._parked:
+            self._commits.unpark(parked.pending)
+            self._complete_commit(parked.pending, error)
+        self._parked.clear()
 
     def _retry_parked_commits(self) -> None:
         """Resend stale commits once the member epoch moved (or a heartbeat confirmed it did not)."""
@@ -1103,6 +1103,21 @@ class ConsumerGroupMachine(MachineCore):
                 continue
             self._parked.remove(parked)
             pending = parked.pending
+            self._commits.unpark(pending)
+            superseded = self._commits.regressions(pending.offsets)
+            if superseded:
+                # A higher offset was committed (or is in flight) since this one was refused: resending it
+                # would move the committed offset backwards. What it asked for is already covered.
+                log.info(
+                    "group %s: not resending %d stale commit offsets a later commit superseded",
+                    self._config.group_id,
+                    len(superseded),
+                )
+                remaining = {tp: om for tp, om in pending.offsets.items() if tp not in superseded}
+                if not remaining:
+                    self._complete_commit(pending, None)
+                    continue
+                pending = PendingCommit(pending.commit_id, remaining, pending.token)
             release = self._ownership.release
             releasing = release is not None and release.commit_request_id == pending.token.request_id
             allowed = self._ownership.owned | (

@@ -117,6 +117,52 @@ def test_a_commit_parked_when_the_member_is_fenced_fails() -> None:
     assert isinstance(done.error, CommitFailedError)
 
 
+def test_a_stale_commit_superseded_by_a_later_one_is_not_resent_and_nothing_goes_backwards() -> None:
+    h = ConsumerHarness()
+    h.stable({T: [0]}, epoch=3)
+    first = one(h.commit(1, t0=0), act.SendOffsetCommit)
+    beat = one(h.commit_answer(first, ErrorCode.STALE_MEMBER_EPOCH), act.SendConsumerGroupHeartbeat)
+    second = one(h.commit(2, t0=1), act.SendOffsetCommit)
+    assert one(h.commit_answer(second), act.CommitCompleted).error is None
+    out = h.answer(beat, epoch=3)
+    assert not of(out, act.SendOffsetCommit), "resending offset 0 would move the committed 1 backwards"
+    done = one(out, act.CommitCompleted)
+    assert (done.commit_id, done.error) == (1, None), "what it asked for is covered by the later commit"
+    assert h.m.committed_offsets == {tp("t", 0): 1}
+
+
+def test_a_stale_commit_resends_only_the_partitions_no_later_commit_superseded() -> None:
+    h = ConsumerHarness()
+    h.stable({T: [0, 1]}, epoch=3)
+    first = one(h.commit(1, t0=5, t1=5), act.SendOffsetCommit)
+    beat = one(h.commit_answer(first, ErrorCode.STALE_MEMBER_EPOCH), act.SendConsumerGroupHeartbeat)
+    second = one(h.commit(2, t0=8), act.SendOffsetCommit)
+    resent = one(h.answer(beat, epoch=4), act.SendOffsetCommit)
+    assert (resent.commit_id, set(resent.offsets)) == (1, {tp("t", 1)}), "t0's 8 is in flight"
+    assert one(h.commit_answer(second), act.CommitCompleted).error is None
+    assert one(h.commit_answer(resent), act.CommitCompleted).error is None
+    assert h.m.committed_offsets == {tp("t", 0): 8, tp("t", 1): 5}
+
+
+def test_a_commit_below_one_waiting_for_a_resend_is_a_regression() -> None:
+    h = ConsumerHarness()
+    h.stable({T: [0]}, epoch=3)
+    first = one(h.commit(1, t0=10), act.SendOffsetCommit)
+    h.commit_answer(first, ErrorCode.STALE_MEMBER_EPOCH)
+    refused = one(h.commit(2, t0=4), act.CommitCompleted)
+    assert isinstance(refused.error, OffsetRegressionError)
+
+
+def test_a_commit_parked_when_the_membership_ends_fatally_is_answered() -> None:
+    h = ConsumerHarness()
+    h.stable({T: [0]}, epoch=3)
+    send = one(h.commit(t0=10), act.SendOffsetCommit)
+    beat = one(h.commit_answer(send, ErrorCode.STALE_MEMBER_EPOCH), act.SendConsumerGroupHeartbeat)
+    out = h.answer(beat, ErrorCode.FENCED_INSTANCE_ID)
+    assert isinstance(one(out, act.Fatal).error, FencedInstanceIdError)
+    assert isinstance(one(out, act.CommitCompleted).error, FencedInstanceIdError), "no commit waits forever"
+
+
 def test_unknown_member_on_a_commit_fails_it_and_heartbeats_at_once() -> None:
     h = ConsumerHarness()
     h.stable({T: [0]})

@@ -191,10 +191,7 @@ class ClassicMachine(MachineCore):
                         candidates.append(self._next_heartbeat_at)
             if self._join_retry_at is not None:
                 candidates.append(self._join_retry_at)
-        if self._life in (_Life.RUNNING, _Life.STOPPING) and self._coordinator.retry_at is not None:
-            candidates.append(self._coordinator.retry_at)
-        future = [t for t in candidates if t > self._now]
-        return min(future) if future else None
+        return self._earliest(candidates)
 
     # ------------------------------------------------------------------ entry point
 

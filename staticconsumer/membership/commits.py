@@ -83,7 +83,7 @@ class CommitBook:
         return first_error
 
     def abandon(self) -> list[PendingCommit]:
-        """Every commit still waiting for an answer or a resend; the book forgets them (the member is finished)."""
+        """Every commit waiting for an answer or a resend; the book forgets them (the member is finished)."""
         pending = [*self._pending.values(), *self._parked.values()]
         self._pending, self._parked = {}, {}
         return pending

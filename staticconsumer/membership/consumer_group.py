@@ -283,10 +283,7 @@ class ConsumerGroupMachine(MachineCore):
                 candidates.append(self._poll_deadline())
             if self._resolve_retry_at is not None and self.target_unresolved:
                 candidates.append(self._resolve_retry_at)
-        if self._life in (_Life.RUNNING, _Life.STOPPING) and self._coordinator.retry_at is not None:
-            candidates.append(self._coordinator.retry_at)
-        future = [t for t in candidates if t > self._now]
-        return min(future) if future else None
+        return self._earliest(candidates)
 
     # ------------------------------------------------------------------ entry point
 
@@ -409,7 +406,9 @@ class ConsumerGroupMachine(MachineCore):
         else:
             self._life = _Life.STOPPING
             self._stop_leave_group = event.leave_group
-            self._fail_parked_commits(CommitFailedError("the consumer is stopping; the commit was not resent"))
+            self._fail_parked_commits(
+                CommitFailedError("the consumer is stopping; the commit was not resent")
+            )
 
     def _leave_epoch(self) -> int:
         if self._config.is_static and not self._stop_leave_group:

@@ -163,6 +163,13 @@ class MachineCore:
 
     # -- the coordinator -----------------------------------------------------------------------------
 
+    def _earliest(self, candidates: list[float]) -> float | None:
+        """The earliest of a machine's timers still ahead, plus the coordinator's rediscovery backoff."""
+        if self._life in (Life.RUNNING, Life.STOPPING) and self._coordinator.retry_at is not None:
+            candidates.append(self._coordinator.retry_at)
+        future = [t for t in candidates if t > self._now]
+        return min(future) if future else None
+
     def _ensure_coordinator(self) -> None:
         if self._requests.has(RequestKind.LOOKUP) or not self._coordinator.may_look_up(self._now):
             return

@@ -509,12 +509,19 @@ class MembershipThread:
                 self._monitor.watch_topics(named)
                 self._monitor.install()
                 tasks.append(asyncio.ensure_future(self._monitor.run(client)))
-            log.info(
-                "group %s: %s rebalance protocol (assignors %s)",
-                settings.group_id,
-                self._rebalance_protocol.value,
-                ", ".join(a.name for a in self._assignors),
-            )
+            if settings.group_protocol == "consumer":
+                log.info(
+                    "group %s: consumer group protocol, the broker assigns (remote assignor %s)",
+                    settings.group_id,
+                    settings.group_remote_assignor or "the broker's default",
+                )
+            else:
+                log.info(
+                    "group %s: %s rebalance protocol (assignors %s)",
+                    settings.group_id,
+                    self._rebalance_protocol.value,
+                    ", ".join(a.name for a in self._assignors),
+                )
             _resolve(self._ready, None)
             tasks.append(asyncio.ensure_future(self._watch_application()))
             if self._subscription.is_empty and not await self._first_subscription():

@@ -704,6 +704,12 @@ def targets(runs: list[Run], summaries: list[Summary]) -> list[Target]:
     return out
 
 
+def size_label(size: SizeResult) -> str:
+    """``N=4``, with the classic heartbeat when it is not the default (runs appended with ``--append``)."""
+    heartbeat = size.settings.heartbeat_ms
+    return f"N={size.members}" + ("" if heartbeat == 1_000 else f", heartbeat {heartbeat} ms")
+
+
 def plot(report: Report, path: Path) -> bool:
     """Four panels (paused partitions, paused partition-seconds, dip, settle), one box per mode and event,
     one colour per group size. False when matplotlib is not installed (the ``bench`` extra)."""
@@ -714,7 +720,7 @@ def plot(report: Report, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    sizes = sorted(report.sizes, key=lambda s: s.members)
+    sizes = sorted(report.sizes, key=lambda s: (s.members, -s.settings.heartbeat_ms))
     if not sizes:
         return False
     slots = [(mode, event) for event in EVENTS for mode in MODES]
@@ -747,9 +753,7 @@ def plot(report: Report, path: Path) -> bool:
             for patch in boxes["boxes"]:
                 patch.set_facecolor(colours[k % len(colours)])
                 patch.set_alpha(0.6)
-            axis.plot(
-                [], [], color=colours[k % len(colours)], linewidth=8, alpha=0.6, label=f"N={size.members}"
-            )
+            axis.plot([], [], color=colours[k % len(colours)], linewidth=8, alpha=0.6, label=size_label(size))
         axis.set_title(title, fontsize=10)
         axis.set_xticks(range(len(slots)))
         axis.set_xticklabels([f"{m.replace('-', chr(10), 1)}\n{e}" for m, e in slots], fontsize=7)
@@ -834,6 +838,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=90.0, help="seconds allowed to settle")
     parser.add_argument("--kafka-version", default=None)
     parser.add_argument("--out", type=Path, default=RESULTS / f"{NAME}.json")
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="add this run's sizes to the report already at --out (e.g. a second run with a shorter "
+        "--heartbeat-ms, whose settle times show the clients' own latency rather than heartbeat phase)",
+    )
     args = parser.parse_args(argv)
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     settings = Settings(
@@ -850,7 +860,11 @@ def main(argv: list[str] | None = None) -> int:
     with EmbeddedKafka(args.kafka_version) as kafka:
         print(f"Kafka {kafka.version} at {kafka.bootstrap_servers}", flush=True)
         sizes = asyncio.run(measure(args, kafka, settings))
-    report = Report(NAME, sizes)
+    if args.append and args.out.exists():
+        earlier = msgspec.json.decode(args.out.read_bytes(), type=Report)
+        report = Report(NAME, [*earlier.sizes, *sizes])
+    else:
+        report = Report(NAME, sizes)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
     plotted = plot(report, args.out.with_suffix(".png"))
@@ -859,12 +873,13 @@ def main(argv: list[str] | None = None) -> int:
         for summary in size.summaries:
             if summary.settle_seconds is not None:
                 print(
-                    f"N={size.members} {summary.mode} {summary.event}: settle median "
+                    f"{size_label(size)} {summary.mode} {summary.event}: settle median "
                     f"{summary.settle_seconds.median:.2f} s, paused partitions median "
                     f"{summary.paused_partitions.median if summary.paused_partitions else '-'}"
                 )
         for target in size.targets:
-            print(f"N={size.members} {'MET' if target.met else 'NOT MET'}: {target.target} ({target.detail})")
+            verdict = "MET" if target.met else "NOT MET"
+            print(f"{size_label(size)} {verdict}: {target.target} ({target.detail})")
     return 0 if all(not r.error for s in sizes for r in s.runs) else 1
 
 

@@ -304,10 +304,9 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
     for size in report.sizes:
         s = size.settings
         out += [
-            f"### N = {size.members}, classic heartbeat {s.heartbeat_ms} ms ({size.partitions} partitions, "
-            f"{size.repeats} repeats)",
+            f"### N = {size.members} ({size.partitions} partitions, {size.repeats} repeats)",
             "",
-            f"Session timeout {s.session_ms / 1000:.0f} s, heartbeat {s.heartbeat_ms} ms, "
+            f"Session timeout {s.session_ms / 1000:.0f} s, heartbeat {s.heartbeat_ms / 1000:.0f} s, "
             f"{s.produce_per_second} records/s, {s.grace_seconds} s watched after each restart, "
             f"assignor {s.assignor}, Kafka {size.environment.kafka_version}"
             + (f"; Python members import {s.python_bytecode}." if s.python_bytecode else "."),

@@ -493,7 +493,10 @@ def _rebalance_scale(report: Any, figures: set[str]) -> list[str]:
             "",
         ]
         rows = []
+        run_modes = {r.mode for r in size.runs}
         for summary in size.summaries:
+            if summary.mode not in run_modes:
+                continue  # left out of this run (--modes)
             to_rebalance = [
                 e.seconds_to_rebalance
                 for r in size.runs

@@ -3,6 +3,7 @@ next heartbeat's epoch and never surfaced when the epoch only moved forward; off
 
 from __future__ import annotations
 
+import pytest
 from consumer_harness import MEMBER, ConsumerHarness, T, of, one, tp
 
 from staticconsumer.errors import (
@@ -107,14 +108,22 @@ def test_the_release_commit_of_a_reconciliation_is_resent_and_the_assignment_wai
     assert assigned.partitions == {tp("t", 2)}
 
 
-def test_a_commit_parked_when_the_member_is_fenced_fails() -> None:
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (ErrorCode.FENCED_MEMBER_EPOCH, CommitFailedError),  # the member rejoins; the commit is not resent
+        (ErrorCode.FENCED_INSTANCE_ID, FencedInstanceIdError),  # fatal: no commit waits forever
+    ],
+)
+def test_a_commit_parked_when_the_member_is_fenced_is_answered(code: ErrorCode, expected: type) -> None:
     h = ConsumerHarness()
     h.stable({T: [0]}, epoch=3)
     send = one(h.commit(t0=10), act.SendOffsetCommit)
     beat = one(h.commit_answer(send, ErrorCode.STALE_MEMBER_EPOCH), act.SendConsumerGroupHeartbeat)
-    out = h.answer(beat, ErrorCode.FENCED_MEMBER_EPOCH)
-    done = one(out, act.CommitCompleted)
-    assert isinstance(done.error, CommitFailedError)
+    out = h.answer(beat, code)
+    assert isinstance(one(out, act.CommitCompleted).error, expected)
+    if code == ErrorCode.FENCED_INSTANCE_ID:
+        assert isinstance(one(out, act.Fatal).error, FencedInstanceIdError)
 
 
 def test_a_stale_commit_superseded_by_a_later_one_is_not_resent_and_nothing_goes_backwards() -> None:
@@ -151,16 +160,6 @@ def test_a_commit_below_one_waiting_for_a_resend_is_a_regression() -> None:
     h.commit_answer(first, ErrorCode.STALE_MEMBER_EPOCH)
     refused = one(h.commit(2, t0=4), act.CommitCompleted)
     assert isinstance(refused.error, OffsetRegressionError)
-
-
-def test_a_commit_parked_when_the_membership_ends_fatally_is_answered() -> None:
-    h = ConsumerHarness()
-    h.stable({T: [0]}, epoch=3)
-    send = one(h.commit(t0=10), act.SendOffsetCommit)
-    beat = one(h.commit_answer(send, ErrorCode.STALE_MEMBER_EPOCH), act.SendConsumerGroupHeartbeat)
-    out = h.answer(beat, ErrorCode.FENCED_INSTANCE_ID)
-    assert isinstance(one(out, act.Fatal).error, FencedInstanceIdError)
-    assert isinstance(one(out, act.CommitCompleted).error, FencedInstanceIdError), "no commit waits forever"
 
 
 def test_unknown_member_on_a_commit_fails_it_and_heartbeats_at_once() -> None:

@@ -28,18 +28,30 @@ async def _settle(*consumers: StaticConsumer, within: float = 30) -> None:
     await eventually(stable, within, "every member owns partitions in one generation")
 
 
-async def _first_record_from(
-    consumers: list[StaticConsumer], topic: str, partitions: set[int], within: float
-) -> float:
-    """Poll every member until a record from one of ``partitions`` of ``topic`` arrives; returns when."""
+async def _first_records_from(
+    consumers: list[StaticConsumer], wanted: dict[str, set[int]], within: float
+) -> dict[str, float]:
+    """Poll every member until each topic of ``wanted`` delivered a record from one of its partitions;
+    returns when each did. One loop for all topics: a batch may carry records of several, and waiting for
+    them in turn would drop the next topic's records that arrived while waiting for the first."""
     deadline = time.monotonic() + within
+    seen: dict[str, float] = {}
     while time.monotonic() < deadline:
         for consumer in consumers:
             batch = await consumer.getmany(timeout_ms=50)
             for tp, records in batch.items():
-                if tp.topic == topic and tp.partition in partitions and records:
-                    return time.monotonic()
-    raise AssertionError(f"no record from {topic} {sorted(partitions)} within {within}s")
+                if records and tp.topic not in seen and tp.partition in wanted.get(tp.topic, set()):
+                    seen[tp.topic] = time.monotonic()
+            if len(seen) == len(wanted):
+                return seen
+    missing = {topic: sorted(partitions) for topic, partitions in wanted.items() if topic not in seen}
+    raise AssertionError(f"no record from {missing} within {within}s")
+
+
+async def _first_record_from(
+    consumers: list[StaticConsumer], topic: str, partitions: set[int], within: float
+) -> float:
+    return (await _first_records_from(consumers, {topic: partitions}, within))[topic]
 
 
 def _static(topics: list[str], bootstrap: str, group: str, instance: str, **extra: Any) -> StaticConsumer:
@@ -88,8 +100,9 @@ async def test_leader_restart_keeps_everything_then_new_partitions_are_consumed(
             kafka_broker.add_partitions(follower_only, 3)
             await produce(bootstrap, shared, 60)
             await produce(bootstrap, follower_only, 30)
-            shared_at = await _first_record_from([leader, follower], shared, {4, 5}, within=30)
-            mine_at = await _first_record_from([leader, follower], follower_only, {2}, within=30)
+            wanted = {shared: {4, 5}, follower_only: {2}}
+            seen = await _first_records_from([leader, follower], wanted, within=30)
+            shared_at, mine_at = seen[shared], seen[follower_only]
             print(
                 f"Kafka {kafka_broker.version}: first record from a new partition "
                 f"{shared_at - grown_at:.2f}s (shared topic) / {mine_at - grown_at:.2f}s (follower-only "

@@ -1,4 +1,5 @@
-"""Where a dynamic member's join goes, request by request: staticconsumer beside aiokafka.
+"""Where a member's join goes, request by request: staticconsumer beside aiokafka (dynamic, or static with
+``--static``).
 
 Three dynamic members consume a topic (12 partitions, a steady producer); member 0 is restarted as in
 the rolling bounce (its process stopped, then a new one started). Every
@@ -50,7 +51,7 @@ from staticconsumer.testing.broker import create_topics
 STEPS = ("starting", "started", "coordinator", "joined", "synced", "offsets", "assigned", "first_record")
 
 
-def spawn(client: str, index: int, bootstrap: str, topic: str, group: str) -> Member:
+def spawn(client: str, index: int, bootstrap: str, topic: str, group: str, static: bool = False) -> Member:
     command = [
         sys.executable,
         str(MEMBER_SCRIPT),
@@ -61,6 +62,7 @@ def spawn(client: str, index: int, bootstrap: str, topic: str, group: str) -> Me
         "--session-ms=30000",
         "--heartbeat-ms=1000",
         "--trace",
+        *([f"--instance={group}-{index}"] if static else []),
     ]
     env = member_environment()
     spawned_at = time.time()
@@ -103,7 +105,9 @@ def describe(event: Event, zero: float) -> str:
     return f"{at:7.3f}  {kind}{extra}"
 
 
-async def one(kafka: EmbeddedKafka, client: str, size: int, show: bool) -> dict[str, Any]:
+async def one(
+    kafka: EmbeddedKafka, client: str, size: int, show: bool, static: bool = False
+) -> dict[str, Any]:
     """Three dynamic members settle; member 0 is restarted as in the rolling bounce (stopped, then a
     new process started). Returns the new process's steps and the unowned partition-seconds of the
     two rebalances (the leave and the join), split at the new process's spawn."""
@@ -118,14 +122,14 @@ async def one(kafka: EmbeddedKafka, client: str, size: int, show: bool) -> dict[
     everyone: list[Member] = []
     try:
         for i in range(size):
-            members.append(await loop.run_in_executor(None, spawn, client, i, bootstrap, name, name))
+            members.append(await loop.run_in_executor(None, spawn, client, i, bootstrap, name, name, static))
         everyone = list(members)
         await _wait_for(lambda: _settled(members, partitions), 60, "the members settled")
         await asyncio.sleep(2.5)
         old = members[0]
         old.stop_requested_at = time.time()
         await loop.run_in_executor(None, old.stop)
-        new = await loop.run_in_executor(None, spawn, client, 0, bootstrap, name, name)
+        new = await loop.run_in_executor(None, spawn, client, 0, bootstrap, name, name, static)
         members[0] = new
         everyone.append(new)
         await _wait_for(lambda: new.first("first_record") is not None, 60, "the new member's first record")
@@ -196,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--members", type=int, default=3, help="group size N (topic of 4N partitions)")
     parser.add_argument("--clients", nargs="+", default=["staticconsumer", "aiokafka"])
+    parser.add_argument("--static", action="store_true", help="static members (group.instance.id)")
     parser.add_argument("--quiet", action="store_true", help="only the summary, not every request")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -207,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
             for client in (
                 args.clients[repeat % len(args.clients) :] + args.clients[: repeat % len(args.clients)]
             ):
-                runs.append(asyncio.run(one(kafka, client, args.members, show=not args.quiet)))
+                runs.append(
+                    asyncio.run(one(kafka, client, args.members, show=not args.quiet, static=args.static))
+                )
     print("\nmedians, seconds from the new member's spawn; unowned partition-seconds of each rebalance:")
     for client in args.clients:
         mine = [r for r in runs if r["client"] == client]

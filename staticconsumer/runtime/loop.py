@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
@@ -96,6 +96,27 @@ def _claimed(metadata: bytes | None) -> tuple[TopicPartition, ...]:
     return tuple(TopicPartition(o.topic, p) for o in owned for p in o.partitions)
 
 
+class _Inbox:
+    """The loop's events in arrival order. A deque and an ``anyio.Event`` rather than anyio's memory
+    object stream: that module and its stream classes cost ~10 ms of CPU to import on the membership
+    thread, on the path of every restart, for a queue that has one reader and never needs a bound."""
+
+    def __init__(self) -> None:
+        self._events: deque[events.Event] = deque()
+        self._arrived = anyio.Event()
+
+    def put(self, event: events.Event) -> None:
+        self._events.append(event)
+        self._arrived.set()
+
+    async def get(self) -> events.Event:
+        while not self._events:
+            if self._arrived.is_set():  # an anyio.Event cannot be cleared: a fresh one per wait
+                self._arrived = anyio.Event()
+            await self._arrived.wait()
+        return self._events.popleft()
+
+
 class MembershipLoop:
     """Owns one membership machine and the coordinator connection of one consumer."""
 
@@ -135,9 +156,7 @@ class MembershipLoop:
             rejoin=self.update_protocols,
         )
         self._coordinator: int | None = None
-        self._send: MemoryObjectSendStream[events.Event]
-        self._receive: MemoryObjectReceiveStream[events.Event]
-        self._send, self._receive = anyio.create_memory_object_stream[events.Event](max_buffer_size=10_000)
+        self._inbox = _Inbox()
         self._commits: dict[int, CommitDone] = {}
         self._next_commit_id = 0
         self._task_group: TaskGroup | None = None
@@ -161,8 +180,8 @@ class MembershipLoop:
         return self._snapshot
 
     def post(self, event: events.Event) -> None:
-        """Hand an event to the loop; never blocks (the buffer is far larger than what is in flight)."""
-        self._send.send_nowait(event)
+        """Hand an event to the loop; never blocks."""
+        self._inbox.put(event)
 
     def begin_commit(
         self,
@@ -264,7 +283,7 @@ class MembershipLoop:
                     event: events.Event | None = None
                     wait = None if deadline is None else max(0.0, deadline - self.now())
                     with anyio.move_on_after(wait):
-                        event = await self._receive.receive()
+                        event = await self._inbox.get()
                     await self._step(event or events.Tick(now=self.now()))
                 task_group.cancel_scope.cancel()
         finally:

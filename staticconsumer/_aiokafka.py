@@ -308,8 +308,25 @@ def any_node(client: Any) -> int:
 
 
 async def topic_partitions(client: Any, topics: frozenset[str] | None) -> dict[str, list[PartitionReplicas]]:
-    """Fresh metadata: partitions and replica racks per topic (all topics when ``topics`` is None)."""
-    cluster = await client.fetch_all_metadata()
+    """Fresh metadata: partitions and replica racks per topic (all topics when ``topics`` is None).
+
+    Named topics are asked for by name, never auto-created: a leader in a cluster of thousands of
+    topics asks for its group's few, not for all of them before every assignment. A topic that does
+    not exist is left out.
+    """
+    if topics is None:
+        cluster = await client.fetch_all_metadata()
+    elif not topics:
+        return {}
+    else:
+        from aiokafka.cluster import ClusterMetadata
+        from aiokafka.protocol.metadata import MetadataRequest
+
+        response = await client.send(
+            any_node(client), MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
+        )
+        cluster = ClusterMetadata()
+        cluster.update_metadata(response)
     wanted = cluster.topics() if topics is None else topics
     result: dict[str, list[PartitionReplicas]] = {}
     for topic in wanted:

@@ -195,3 +195,27 @@ async def test_below_join_group_v9_a_returning_leader_guesses_and_keeps_the_duti
             )
         finally:
             await leader.stop()
+
+
+async def test_the_leaders_metadata_names_its_topics_and_creates_none(
+    kafka_broker: EmbeddedKafka, unique_topic: str
+) -> None:
+    """Before each assignment the leader asks for the group's topics by name (not every topic of the
+    cluster), and a subscribed topic that does not exist is left out, never auto-created."""
+    from staticconsumer import _aiokafka
+
+    kafka_broker.create_topic(unique_topic, 3)
+    kafka_broker.create_topic(f"{unique_topic}-other", 1)
+    client = _aiokafka.new_client(bootstrap_servers=kafka_broker.bootstrap_servers)
+    await client.bootstrap()
+    try:
+        named = await _aiokafka.topic_partitions(client, frozenset({unique_topic, f"{unique_topic}-absent"}))
+        assert {topic: [row.partition for row in rows] for topic, rows in named.items()} == {
+            unique_topic: [0, 1, 2]
+        }
+        assert await _aiokafka.topic_partitions(client, frozenset()) == {}
+        everything = await _aiokafka.topic_partitions(client, None)
+        assert {unique_topic, f"{unique_topic}-other"} <= set(everything)
+        assert f"{unique_topic}-absent" not in everything, "naming a missing topic must not create it"
+    finally:
+        await client.close()

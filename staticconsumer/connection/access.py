@@ -47,6 +47,17 @@ class AccessReport:
 
     missing_topics: frozenset[str]
     group_checked: bool
+    coordinator: CoordinatorAddress | None = None
+    """The group's coordinator as the check found it (its connection left open for the join), or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorAddress:
+    """Where a group's coordinator is, as FindCoordinator answered."""
+
+    node_id: int
+    host: str
+    port: int
 
 
 def principal_of(settings: Settings) -> str:
@@ -122,6 +133,7 @@ async def check_access(
     denied_topics: list[str] = []
     group_problem: str | None = None
     group_checked = False
+    coordinator: CoordinatorAddress | None = None
     try:
         async with asyncio.timeout(limit):
             if topics:
@@ -131,7 +143,7 @@ async def check_access(
                     t for t, c in codes.items() if c == ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 )
             if group_id is not None:
-                group_problem, group_checked = await _group_access(client, group_id)
+                group_problem, group_checked, coordinator = await _group_access(client, group_id)
     except (TimeoutError, ProtocolError) as error:
         log.info("access check skipped: %s", error or type(error).__name__)
     except Exception as error:
@@ -145,11 +157,16 @@ async def check_access(
         raise topic_authorization_error(settings, denied_topics, also)
     if group_problem is not None and group_id is not None:
         raise group_authorization_error(settings, group_id, group_problem)
-    return AccessReport(missing, group_checked)
+    return AccessReport(missing, group_checked, coordinator)
 
 
-async def _group_access(client: Any, group_id: str) -> tuple[str | None, bool]:
-    """(what is wrong with our access to the group or None, whether the check could be made)."""
+async def _group_access(client: Any, group_id: str) -> tuple[str | None, bool, CoordinatorAddress | None]:
+    """(what is wrong with our access to the group or None, whether the check could be made, the
+    coordinator when found).
+
+    DescribeGroups goes over the group coordination connection, the one the join uses next: a consumer
+    starting up opens it once, not twice.
+    """
     found = await _aiokafka.send(
         client,
         _aiokafka.any_node(client),
@@ -157,27 +174,27 @@ async def _group_access(client: Any, group_id: str) -> tuple[str | None, bool]:
         coordination=False,
         max_version=3,
     )
-    coordinator = found.response_as(FindCoordinatorResponse)
-    if coordinator.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
-        return "the brokers refuse even DESCRIBE (FindCoordinator)", True
-    if coordinator.error_code != ErrorCode.NONE:
-        return None, False
+    answer = found.response_as(FindCoordinatorResponse)
+    if answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+        return "the brokers refuse even DESCRIBE (FindCoordinator)", True, None
+    if answer.error_code != ErrorCode.NONE:
+        return None, False, None
+    coordinator = CoordinatorAddress(answer.node_id, answer.host, answer.port)
     try:
         described = await _aiokafka.send(
             client,
             coordinator.node_id,
             DescribeGroupsRequest(groups=[group_id], include_authorized_operations=True),
-            coordination=False,
         )
     except (ProtocolError, DecodeError):
-        return None, False  # a broker before DescribeGroups v3 cannot say; the join will
+        return None, False, coordinator  # a broker before DescribeGroups v3 cannot say; the join will
     group = next(iter(described.response_as(DescribeGroupsResponse).groups), None)
     if group is None:
-        return None, False
+        return None, False, coordinator
     if group.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
-        return "the brokers refuse even DESCRIBE (DescribeGroups)", True
+        return "the brokers refuse even DESCRIBE (DescribeGroups)", True, None
     if group.error_code != ErrorCode.NONE or group.authorized_operations == AUTHORIZED_OPERATIONS_OMITTED:
-        return None, False
+        return None, False, coordinator
     if not group.authorized_operations & (1 << ACL_READ):
-        return "DESCRIBE is allowed but READ is not", True
-    return None, True
+        return "DESCRIBE is allowed but READ is not", True, None
+    return None, True, coordinator

@@ -21,6 +21,7 @@ from anyio.abc import TaskGroup
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
+from staticconsumer.connection.access import CoordinatorAddress
 from staticconsumer.errors import (
     ConsumerProtocolUnsupportedError,
     DecodeError,
@@ -96,6 +97,10 @@ def _claimed(metadata: bytes | None) -> tuple[TopicPartition, ...]:
     return tuple(TopicPartition(o.topic, p) for o in owned for p in o.partitions)
 
 
+KNOWN_COORDINATOR_SECONDS = 5.0
+"""How long the coordinator the access check found stands in for the machine's first FindCoordinator."""
+
+
 class _Inbox:
     """The loop's events in arrival order. A deque and an ``anyio.Event`` rather than anyio's memory
     object stream: that module and its stream classes cost ~10 ms of CPU to import on the membership
@@ -134,8 +139,13 @@ class MembershipLoop:
         observers: Sequence[MembershipObserver] = (),
         metadata_refresh_ms: int = 300_000,
         version_caps: Mapping[str, int] | None = None,
+        known_coordinator: CoordinatorAddress | None = None,
     ) -> None:
         self.machine = machine
+        self._known_coordinator = known_coordinator
+        """Found by the access check a moment before: answers the machine's first FindCoordinator, if that
+        comes within :data:`KNOWN_COORDINATOR_SECONDS` (not after a wait for the first subscribe())."""
+        self._known_until = self.now() + KNOWN_COORDINATOR_SECONDS
         self.config = machine.config
         self._client = client
         self._owner = owner
@@ -380,6 +390,18 @@ class MembershipLoop:
     async def _request(self, action: Any, spec: RequestSpec) -> None:
         """Send one request action at the version the broker speaks; answer the machine with its event."""
         token: RequestToken = action.token
+        known, self._known_coordinator = self._known_coordinator, None
+        fresh = known is not None and self.now() < self._known_until
+        if known is not None and fresh and isinstance(action, actions.FindCoordinator):
+            # Just found by the access check, its coordination connection open: asking again would cost
+            # a round trip on the way to the first join. Were it stale, the join says NOT_COORDINATOR.
+            self._coordinator = known.node_id
+            self.post(
+                events.FindCoordinatorResponse(
+                    now=self.now(), token=token, node_id=known.node_id, host=known.host, port=known.port
+                )
+            )
+            return
         try:
             if spec.to_coordinator:
                 if self._coordinator is None:

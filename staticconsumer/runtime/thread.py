@@ -499,6 +499,7 @@ class MembershipThread:
                     observers=self._observers,
                     metadata_refresh_ms=settings.metadata_max_age_ms,
                     version_caps=self._version_caps,
+                    known_coordinator=access.coordinator,
                 )
             except BaseException as error:
                 _fail(self._ready, error)

@@ -1,0 +1,89 @@
+"""The coordinator the start-up access check found answers the machine's first FindCoordinator, once and
+only while fresh, so the first join does not pay a second round trip; any later lookup asks the brokers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import assignors as assignor_lib
+from staticconsumer.connection.access import CoordinatorAddress
+from staticconsumer.errors import ErrorCode
+from staticconsumer.membership import (
+    MembershipConfig,
+    RebalanceProtocol,
+    RequestToken,
+    actions,
+    events,
+    new_machine,
+)
+from staticconsumer.protocol import subscribed_topics
+from staticconsumer.runtime.assignment import decode_assignment
+from staticconsumer.runtime.loop import KNOWN_COORDINATOR_SECONDS, MembershipLoop
+from staticconsumer.runtime.requests import REQUESTS
+from staticconsumer.runtime.subscription import Subscription as Topics
+
+FOUND = CoordinatorAddress(7, "broker-7.kafka", 9093)
+
+
+class NoOwner:
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"unexpected owner call {name}")
+
+
+class NoClient:
+    """Any request that reaches the network fails here: the test sees it as a RequestFailed event."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise ConnectionError("no broker in this test")
+
+
+def loop_knowing(coordinator: CoordinatorAddress | None) -> MembershipLoop:
+    config = MembershipConfig(
+        group_id="g",
+        group_instance_id="pod-0",
+        decode_assignment=decode_assignment,
+        decode_subscription=subscribed_topics,
+    )
+    return MembershipLoop(
+        machine=new_machine(config, RebalanceProtocol.EAGER),
+        client=NoClient(),
+        owner=NoOwner(),  # type: ignore[arg-type]
+        assignors=[assignor_lib.RangeAssignor()],
+        topics=Topics(("t",), None),
+        client_rack=None,
+        auto_commit_on_revoke=True,
+        known_coordinator=coordinator,
+    )
+
+
+async def find(loop: MembershipLoop, request_id: int) -> events.Event:
+    action = actions.FindCoordinator(token=RequestToken(request_id=request_id, generation=-1, member_id=""))
+    await loop._request(action, REQUESTS[actions.FindCoordinator])
+    return await loop._inbox.get()
+
+
+async def test_the_first_lookup_is_answered_from_the_access_check_then_the_brokers_are_asked() -> None:
+    loop = loop_knowing(FOUND)
+    answer = await find(loop, 1)
+    assert answer == events.FindCoordinatorResponse(
+        now=answer.now,
+        token=RequestToken(request_id=1, generation=-1, member_id=""),
+        error_code=ErrorCode.NONE,
+        node_id=7,
+        host="broker-7.kafka",
+        port=9093,
+    )
+    assert loop._coordinator == 7
+    again = await find(loop, 2)
+    assert isinstance(again, events.RequestFailed), "only the first lookup may be answered without asking"
+
+
+async def test_a_coordinator_found_too_long_ago_is_looked_up_again() -> None:
+    loop = loop_knowing(FOUND)
+    loop._known_until = loop.now() - KNOWN_COORDINATOR_SECONDS  # the first subscribe() came much later
+    assert isinstance(await find(loop, 1), events.RequestFailed)
+    assert loop._coordinator is None
+
+
+async def test_without_an_access_check_answer_the_brokers_are_asked() -> None:
+    assert isinstance(await find(loop_knowing(None), 1), events.RequestFailed)

@@ -48,7 +48,7 @@ async def test_static_member_carries_its_instance_id_on_every_group_request(
     joins, syncs = wire.of("JoinGroupRequest"), wire.of("SyncGroupRequest")
     beats, commits = wire.of("HeartbeatRequest"), wire.of("OffsetCommitRequest")
     assert len(joins) == 1, "a static member joins with one JoinGroup: no MEMBER_ID_REQUIRED round trip"
-    assert not wire.of("FindCoordinatorRequest"), "the join uses the coordinator the start-up check just found"
+    assert not wire.of("FindCoordinatorRequest"), "the join uses the coordinator the start-up check found"
     assert joins[0].version == 9
     assert syncs[0].version == 5
     assert beats[0].version == 4

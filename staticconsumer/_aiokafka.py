@@ -415,6 +415,26 @@ async def bootstrap_from(client: Any, host: str, port: int) -> None:
         client._bootstrap_servers = saved
 
 
+def adopt_bootstrap(client: Any, metadata: ProbeAnswer) -> bool:
+    """Bootstrap ``client`` from the cluster metadata a probe just read, without a connection of its own.
+
+    ``client.bootstrap()`` would open a connection, say ApiVersions and ask for the same metadata again
+    on every start. Applied here as ``bootstrap()`` applies its answer (then its periodic refresh
+    starts); False, with nothing changed, when the answer names no broker (a cluster that is still
+    forming), for which ``bootstrap()`` keeps its connection: call :func:`bootstrap_from` then.
+    """
+    from aiokafka.cluster import ClusterMetadata
+
+    answered = ClusterMetadata()
+    answered.update_metadata(metadata.response)
+    if not answered.brokers():
+        return False
+    client.cluster.update_metadata(metadata.response)
+    if client._sync_task is None:
+        client._sync_task = asyncio.ensure_future(client._md_synchronizer())
+    return True
+
+
 ProbeStage = Literal["handshake", "metadata"]
 ProbeKind = Literal["timeout", "authentication", "mechanism", "closed", "tls", "other"]
 
@@ -425,6 +445,12 @@ class ProbeFailure(NamedTuple):
     kind: ProbeKind
     stage: ProbeStage
     message: str
+
+
+class ProbeAnswer(NamedTuple):
+    """A broker that answered a probe, with its Metadata response (for :func:`adopt_bootstrap`)."""
+
+    response: Any
 
 
 _PROBE_CONNECTION_KWARGS = (
@@ -439,9 +465,9 @@ _PROBE_CONNECTION_KWARGS = (
 
 async def probe_broker(
     host: str, port: int, *, request_timeout_ms: int, client_kwargs: dict[str, Any]
-) -> ProbeFailure | None:
+) -> ProbeFailure | ProbeAnswer:
     """Open one connection the way ``AIOKafkaClient`` would (TCP, TLS, ApiVersions, SASL) and ask for
-    cluster metadata on it; None when all of that worked, else what went wrong and at which stage.
+    cluster metadata on it; the answer when all of that worked, else what went wrong and at which stage.
 
     ``client_kwargs`` are ``Settings.aiokafka_client_kwargs()``; only the connection's own are used.
     Every failure aiokafka can raise on this path is mapped here, so callers never see its classes.
@@ -457,7 +483,7 @@ async def probe_broker(
     try:
         conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
-        await conn.send(MetadataRequest([]))
+        response = await conn.send(MetadataRequest([]))
     except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
         return ProbeFailure("timeout", stage, "no answer")
     except errors.SaslAuthenticationFailed as failure:
@@ -473,7 +499,7 @@ async def probe_broker(
     finally:
         if conn is not None:
             conn.close()
-    return None
+    return ProbeAnswer(response)
 
 
 def _broker_message(error: BaseException) -> str:

@@ -40,6 +40,8 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
     ``--timeout-ms``), however many servers are listed. When none answers it raises, in this order of
     precedence across the servers: :class:`AuthenticationFailedError`, :class:`BrokerHandshakeError`,
     :class:`BrokerNotRespondingError`, :class:`BrokerUnreachableError`; each lists every server's outcome.
+    The client takes the cluster metadata of the first probe that answered as its own bootstrap, so a
+    start opens one bootstrap connection, not two.
     """
     limit_ms = (
         settings.request_timeout_ms if timeout_ms is None else min(timeout_ms, settings.request_timeout_ms)
@@ -55,16 +57,17 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
     }
     attempts: list[ConnectionAttempt] = []
     answered: tuple[str, int] | None = None
+    answer: _aiokafka.ProbeAnswer | None = None
     pending = set(probes)
     try:
         while pending and answered is None:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 attempt = task.result()
-                if attempt is None and answered is None:
-                    answered = probes[task]
-                elif attempt is not None:
+                if isinstance(attempt, ConnectionAttempt):
                     attempts.append(attempt)
+                elif answered is None:
+                    answered, answer = probes[task], attempt
     finally:
         for task in pending:
             task.cancel()
@@ -76,6 +79,8 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
     for attempt in attempts:
         log.info("bootstrap server %s", attempt)
     host, port = answered
+    if answer is not None and _aiokafka.adopt_bootstrap(client, answer):
+        return f"{host}:{port}"  # the probe's metadata is the client's: no second bootstrap connection
     try:
         async with asyncio.timeout(max(deadline - loop.time(), 0) + limit_ms / 1000):
             await _aiokafka.bootstrap_from(client, host, port)
@@ -98,8 +103,8 @@ def _in_listed_order(attempts: list[ConnectionAttempt], servers: tuple[str, ...]
 
 async def _probe(
     host: str, port: int, settings: Settings, client_kwargs: dict[str, Any], deadline: float, limit_ms: int
-) -> ConnectionAttempt | None:
-    """None when this server answered as a Kafka broker should; else what went wrong there."""
+) -> ConnectionAttempt | _aiokafka.ProbeAnswer:
+    """Its metadata when this server answered as a Kafka broker should; else what went wrong there."""
     address = f"{host}:{port}"
     try:
         async with asyncio.timeout_at(deadline):
@@ -131,14 +136,14 @@ async def _probe(
     remaining_ms = max(int((deadline - asyncio.get_running_loop().time()) * 1000), 1)
     try:
         async with asyncio.timeout_at(deadline):
-            failure = await _aiokafka.probe_broker(
+            outcome = await _aiokafka.probe_broker(
                 host, port, request_timeout_ms=remaining_ms, client_kwargs=client_kwargs
             )
     except TimeoutError:
-        failure = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")
-    if failure is None:
-        return None
-    return _attempt(address, failure, settings, limit_ms)
+        outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")
+    if isinstance(outcome, _aiokafka.ProbeAnswer):
+        return outcome
+    return _attempt(address, outcome, settings, limit_ms)
 
 
 def _attempt(

@@ -124,6 +124,33 @@ async def test_a_smaller_timeout_bounds_the_bootstrap(silent_servers: list[str])
     assert time.monotonic() - started < 3
 
 
+async def test_the_client_takes_the_probes_metadata_without_a_bootstrap_connection_of_its_own(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe already read the cluster's metadata: bootstrapping opens the probe's Kafka connection
+    and no second one for the client, which then works (a node connection, named-topic metadata)."""
+    import aiokafka.conn
+
+    topic = create_topic(partitions=3)
+    opened: list[int] = []
+    connect = aiokafka.conn.AIOKafkaConnection.connect
+
+    async def counting(self: Any) -> Any:
+        opened.append(self.port)
+        return await connect(self)
+
+    monkeypatch.setattr(aiokafka.conn.AIOKafkaConnection, "connect", counting)
+    client, answered = await _connect(_settings(kafka_broker.bootstrap_servers))
+    try:
+        assert answered == kafka_broker.bootstrap_servers
+        assert len(opened) == 1, "bootstrapping opened a Kafka connection besides the probe's"
+        assert _aiokafka.broker_addresses(client), "the client has the cluster's metadata"
+        assert len((await _aiokafka.topic_partitions(client, frozenset({topic})))[topic]) == 3
+        assert len(opened) == 2, "the first request opens the node's connection"
+    finally:
+        await client.close()
+
+
 @pytest.mark.both_versions
 async def test_dead_and_silent_servers_do_not_delay_a_live_one(
     kafka_broker: EmbeddedKafka, silent_servers: list[str]

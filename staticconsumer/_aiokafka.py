@@ -558,19 +558,30 @@ async def reconnect(client: Any, node_id: int) -> bool:
     return ready
 
 
-async def start_consumer_from(consumer: Any, address: str | None) -> None:
+async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeAnswer | None = None) -> None:
     """``consumer.start()`` (an ``AIOKafkaConsumer``) bootstrapping from ``address`` only (``host:port``,
     a server the membership's bootstrap just found answering), so a dead or silent server listed first
-    costs the fetcher nothing either. The client's list is restored afterwards."""
+    costs the fetcher nothing either; with that server's probe ``answer``, from its metadata without a
+    connection of its own (:func:`adopt_bootstrap`). The client's list is restored afterwards."""
     client = consumer._client
     saved = client._bootstrap_servers
     if address is not None:
         host, _, port = address.rpartition(":")
         client._bootstrap_servers = [f"[{host}]:{port}" if ":" in host else address]
+    if answer is not None:
+        connect_to_bootstrap = client.bootstrap
+
+        async def bootstrap() -> None:
+            if not adopt_bootstrap(client, answer):
+                await connect_to_bootstrap()
+
+        client.bootstrap = bootstrap
     try:
         await consumer.start()
     finally:
         client._bootstrap_servers = saved
+        if answer is not None:
+            del client.bootstrap  # the class's own again, for any later re-bootstrap
 
 
 def track_topics(consumer: Any, topics: frozenset[str]) -> None:

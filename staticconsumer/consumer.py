@@ -185,7 +185,8 @@ class StaticConsumer:
         The membership thread bootstraps first: every bootstrap server probed at once, a typed error
         that says why within request.timeout.ms (nothing listening, a silent server, refused
         credentials, a missing ACL, a missing topic with fail_on_missing_topics); then the fetcher
-        bootstraps from the server that answered. Either one's failure is raised here.
+        bootstraps from the server that answered, taking the metadata its probe read. Either one's
+        failure is raised here.
         """
         s = self.settings
         if s.group_instance_id is not None:
@@ -219,8 +220,10 @@ class StaticConsumer:
         fetcher_started: asyncio.Future[None] | None = None
         try:
             try:  # the fetcher bootstraps while the membership checks access
-                answered = await membership.bootstrapped()
-                fetcher_started = asyncio.ensure_future(_aiokafka.start_consumer_from(fetcher, answered))
+                address, answer = await membership.bootstrapped()
+                fetcher_started = asyncio.ensure_future(
+                    _aiokafka.start_consumer_from(fetcher, address, answer)
+                )
                 await ready
                 await fetcher_started
             finally:

@@ -20,7 +20,7 @@ from staticconsumer.connection.access import (
     principal_of,
     topic_authorization_error,
 )
-from staticconsumer.connection.bootstrapping import bootstrap
+from staticconsumer.connection.bootstrapping import bootstrap, bootstrap_answered
 from staticconsumer.connection.monitor import BrokerOutage, ConnectionMonitor, ConnectionState
 from staticconsumer.connection.topics import MissingTopics, TopicsChange
 
@@ -33,6 +33,7 @@ __all__ = [
     "TopicsChange",
     "acl_hint",
     "bootstrap",
+    "bootstrap_answered",
     "check_access",
     "explain_authorization",
     "group_authorization_error",

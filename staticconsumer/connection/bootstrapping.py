@@ -32,8 +32,18 @@ _SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None = None) -> str:
+    """:func:`bootstrap_answered` without the answer: the ``host:port`` that answered."""
+    address, _ = await bootstrap_answered(client, settings, timeout_ms=timeout_ms)
+    return address
+
+
+async def bootstrap_answered(
+    client: Any, settings: Settings, *, timeout_ms: int | None = None
+) -> tuple[str, _aiokafka.ProbeAnswer | None]:
     """Bootstrap ``client`` (an ``AIOKafkaClient`` built from ``settings.aiokafka_client_kwargs()``) and
-    return the ``host:port`` that answered; call it instead of ``await client.bootstrap()``.
+    return the ``host:port`` that answered, with its probe's answer (another client of the same
+    consumer bootstraps from it: :func:`staticconsumer._aiokafka.start_consumer_from`); call it instead
+    of ``await client.bootstrap()``.
 
     Every bootstrap server is probed at once (TCP, TLS, ApiVersions, SASL, a Metadata request), so the
     whole call takes at most ``request.timeout.ms``, or ``timeout_ms`` when that is smaller (the CLI's
@@ -80,7 +90,7 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
         log.info("bootstrap server %s", attempt)
     host, port = answered
     if answer is not None and _aiokafka.adopt_bootstrap(client, answer):
-        return f"{host}:{port}"  # the probe's metadata is the client's: no second bootstrap connection
+        return f"{host}:{port}", answer  # the probe's metadata is the client's: no bootstrap connection
     try:
         async with asyncio.timeout(max(deadline - loop.time(), 0) + limit_ms / 1000):
             await _aiokafka.bootstrap_from(client, host, port)
@@ -89,7 +99,7 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
         raise BrokerConnectionError(
             "the bootstrap server stopped answering", [ConnectionAttempt(f"{host}:{port}", "error", detail)]
         ) from error
-    return f"{host}:{port}"
+    return f"{host}:{port}", None
 
 
 def _in_listed_order(attempts: list[ConnectionAttempt], servers: tuple[str, ...]) -> list[ConnectionAttempt]:

@@ -225,7 +225,9 @@ class MembershipThread:
         self._task: asyncio.Task[None] | None = None
         self._membership: MembershipLoop | None = None
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._answered: concurrent.futures.Future[str] = concurrent.futures.Future()
+        self._answered: concurrent.futures.Future[tuple[str, _aiokafka.ProbeAnswer | None]] = (
+            concurrent.futures.Future()
+        )
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
         self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
         self._last_poll_posted = float("-inf")
@@ -254,9 +256,10 @@ class MembershipThread:
         self._thread.start()
         await asyncio.wrap_future(self._ready)
 
-    async def bootstrapped(self) -> str:
-        """The bootstrap server that answered (``host:port``), as soon as it did (before the access
-        check), so the fetcher can bootstrap meanwhile; raises what ended the start before it."""
+    async def bootstrapped(self) -> tuple[str, _aiokafka.ProbeAnswer | None]:
+        """The bootstrap server that answered (``host:port``) and its probe's metadata, as soon as it did
+        (before the access check), so the fetcher can bootstrap meanwhile without a connection of its
+        own; raises what ended the start before it."""
         return await asyncio.wrap_future(self._answered)
 
     @property
@@ -466,8 +469,8 @@ class MembershipThread:
         try:
             try:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
-                self.bootstrapped_from = await connection.bootstrap(client, settings)
-                _resolve(self._answered, self.bootstrapped_from)
+                self.bootstrapped_from, answer = await connection.bootstrap_answered(client, settings)
+                _resolve(self._answered, (self.bootstrapped_from, answer))
                 if settings.group_protocol == "consumer":
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;
                     # the coordinator itself is checked again by every heartbeat (requests.py).

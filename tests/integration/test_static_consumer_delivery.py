@@ -167,3 +167,36 @@ async def test_getone_commits_only_what_it_returned_and_the_next_owner_resumes_t
         assert record.offset == 2, "buffered but unreturned records are read again by the next owner"
         rest = [record.offset] + [(await second.getone()).offset for _ in range(47)]
     assert rest == list(range(2, 50)), "getone returns every record once, in order"
+
+
+async def test_neither_client_opens_a_bootstrap_connection_of_its_own(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The membership's probe read the cluster's metadata once: the membership client and the fetcher
+    both start from it, so a restart opens no bootstrap connection per client (and still consumes)."""
+    from staticconsumer import _aiokafka
+
+    topic = create_topic(partitions=2)
+    await produce(kafka_broker.bootstrap_servers, topic, 10)
+    client_class = _aiokafka._bounded()[1]
+    bootstraps: list[object] = []
+    own_bootstrap = client_class.bootstrap
+
+    async def counted(self: object) -> None:
+        bootstraps.append(self)
+        await own_bootstrap(self)
+
+    monkeypatch.setattr(client_class, "bootstrap", counted)
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        group_id=unique_group,
+        group_instance_id="p-0",
+        auto_offset_reset="earliest",
+    )
+    async with consumer:
+        assert len(await consume(consumer, 10)) == 10
+    assert bootstraps == [], "a client bootstrapped over a connection of its own"

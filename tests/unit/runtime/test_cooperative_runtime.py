@@ -5,49 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime_loops import loop_for
+
 import assignors as assignor_lib
 from staticconsumer.errors import ErrorCode
 from staticconsumer.leader import DescribedMember, GroupView
 from staticconsumer.membership import (
-    MembershipConfig,
     RebalanceProtocol,
     TopicPartition,
     actions,
     events,
-    new_machine,
 )
-from staticconsumer.protocol import Assignment, Subscription, TopicPartitions, subscribed_topics
-from staticconsumer.runtime.assignment import decode_assignment
+from staticconsumer.protocol import Assignment, Subscription, TopicPartitions
 from staticconsumer.runtime.duties import LeaderDuties
 from staticconsumer.runtime.loop import MembershipLoop
-from staticconsumer.runtime.subscription import Subscription as Topics
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
-
-
-class NoOwner:
-    """The loop under test never dispatches ownership calls here."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"unexpected owner call {name}")
-
-
-def loop_for(protocol: RebalanceProtocol) -> MembershipLoop:
-    config = MembershipConfig(
-        group_id="g",
-        group_instance_id="pod-0",
-        decode_assignment=decode_assignment,
-        decode_subscription=subscribed_topics,
-    )
-    return MembershipLoop(
-        machine=new_machine(config, protocol),
-        client=None,
-        owner=NoOwner(),  # type: ignore[arg-type]
-        assignors=[assignor_lib.CooperativeStickyAssignor()],
-        topics=Topics(("t",), None),
-        client_rack=None,
-        auto_commit_on_revoke=True,
-    )
 
 
 def step(loop: MembershipLoop, cls: type[events.Event], **fields: Any) -> list[actions.Action]:

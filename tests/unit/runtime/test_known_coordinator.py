@@ -5,29 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import assignors as assignor_lib
+from runtime_loops import loop_for
+
 from staticconsumer.connection.access import CoordinatorAddress
 from staticconsumer.errors import ErrorCode
 from staticconsumer.membership import (
-    MembershipConfig,
     RebalanceProtocol,
     RequestToken,
     actions,
     events,
-    new_machine,
 )
-from staticconsumer.protocol import subscribed_topics
-from staticconsumer.runtime.assignment import decode_assignment
 from staticconsumer.runtime.loop import KNOWN_COORDINATOR_SECONDS, MembershipLoop
 from staticconsumer.runtime.requests import REQUESTS
-from staticconsumer.runtime.subscription import Subscription as Topics
 
 FOUND = CoordinatorAddress(7, "broker-7.kafka", 9093)
-
-
-class NoOwner:
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"unexpected owner call {name}")
 
 
 class NoClient:
@@ -38,22 +29,7 @@ class NoClient:
 
 
 def loop_knowing(coordinator: CoordinatorAddress | None) -> MembershipLoop:
-    config = MembershipConfig(
-        group_id="g",
-        group_instance_id="pod-0",
-        decode_assignment=decode_assignment,
-        decode_subscription=subscribed_topics,
-    )
-    return MembershipLoop(
-        machine=new_machine(config, RebalanceProtocol.EAGER),
-        client=NoClient(),
-        owner=NoOwner(),  # type: ignore[arg-type]
-        assignors=[assignor_lib.RangeAssignor()],
-        topics=Topics(("t",), None),
-        client_rack=None,
-        auto_commit_on_revoke=True,
-        known_coordinator=coordinator,
-    )
+    return loop_for(RebalanceProtocol.EAGER, client=NoClient(), known_coordinator=coordinator)
 
 
 async def find(loop: MembershipLoop, request_id: int) -> events.Event:

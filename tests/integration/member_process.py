@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import sys
+import threading
 import time
 from typing import Any
 
@@ -17,9 +18,16 @@ from staticconsumer.consumer import ConsumerRebalanceListener, StaticConsumer
 from staticconsumer.errors import FencedInstanceIdError
 from staticconsumer.protocol import Message
 
+_SAYING = threading.Lock()
+
 
 def say(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+    """One JSON line, written whole: the request hook speaks from the membership thread while the
+    application's loop speaks from the main one, and two bare prints can interleave on one line."""
+    line = json.dumps({"event": event, "t": time.time(), **fields}) + "\n"
+    with _SAYING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 class Listener(ConsumerRebalanceListener):

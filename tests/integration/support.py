@@ -112,7 +112,13 @@ class RecordingListener(ConsumerRebalanceListener):
         return [kind for kind, _, _ in self.events]
 
 
-async def eventually(check: Callable[[], Awaitable[bool] | bool], within: float, what: str) -> None:
+async def eventually(
+    check: Callable[[], Awaitable[bool] | bool],
+    within: float,
+    what: str,
+    context: Callable[[], str] | None = None,
+) -> None:
+    """Poll ``check`` until true; on timeout, fail naming ``what`` and whatever ``context`` says."""
     deadline = time.monotonic() + within
     while True:
         result = check()
@@ -121,7 +127,8 @@ async def eventually(check: Callable[[], Awaitable[bool] | bool], within: float,
         if result:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within}s: {what}")
+            detail = f"; {context()}" if context is not None else ""
+            raise AssertionError(f"not within {within}s: {what}{detail}")
         await asyncio.sleep(0.1)
 
 

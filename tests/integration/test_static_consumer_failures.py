@@ -46,7 +46,10 @@ class MemberProcess:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            self.events.append(json.loads(line))
+            try:
+                self.events.append(json.loads(line))
+            except json.JSONDecodeError:
+                self.events.append({"event": "unreadable", "line": line})
 
     def first(self, event: str) -> dict[str, Any] | None:
         return next((e for e in self.events if e["event"] == event), None)
@@ -78,7 +81,10 @@ async def test_duplicate_instance_in_another_process_fences_the_first_for_good(
     )
     try:
         await eventually(
-            lambda: len(first.all("committed")) > 0, 30, "the first process consumes and commits"
+            lambda: len(first.all("committed")) > 0,
+            30,
+            "the first process consumes and commits",
+            lambda: f"its report: {first.events}",
         )
         listener = RecordingListener()
         second = StaticConsumer(

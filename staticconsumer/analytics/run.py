@@ -231,10 +231,14 @@ def _analyze(
     with progress.step("reading and parsing every line once"):
         scanned = job.scan(job.parse(job.read_lines(session, paths)))
         valid = F.col("problem").isNull()
+        # The same pass gives the span and about how many groups (they size the window placement).
         counts = scanned.agg(
             F.count_if(valid).alias("valid"),
             F.count_if(valid & ~F.col("dup")).alias("records"),
             F.count_if(~valid).alias("malformed"),
+            F.min(F.when(valid, F.col("ts"))).alias("first_ts"),
+            F.max(F.when(valid, F.col("ts"))).alias("last_ts"),
+            F.approx_count_distinct(F.when(valid, F.col("group"))).alias("groups"),
         ).collect()[0]
     malformed_lines = int(counts["malformed"] or 0)
     if not counts["valid"]:
@@ -249,7 +253,8 @@ def _analyze(
     event_count = int(counts["records"])
     with progress.step("planning the tables"):  # driver only: tens of seconds on a loaded machine
         events = job.records(scanned)
-        tables = job.build(scanned, events, options, malformed=malformed_lines > 0)
+        span = job.Span(float(counts["first_ts"]), float(counts["last_ts"]), int(counts["groups"] or 1))
+        tables = job.build(scanned, events, options, malformed=malformed_lines > 0, span=span)
     out_path = None if out is None else Path(str(out))
     if out is not None:
         for name, frame in tables.as_dict().items():

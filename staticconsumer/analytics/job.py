@@ -16,7 +16,8 @@ The plan is a few passes over the input, whatever its size (docs/analytics.md, "
    only stage whose size is partitions x assignments, and it spreads over as many tasks as the fleet
    has partitions: one huge group is no hot spot.
 5. **One aggregation** for the per-window summary: every contribution is a row placed in its window by a
-   broadcast range join (:func:`in_window`), then a single ``groupBy(group, window)``.
+   broadcast join on (group, time bucket) with the exact range test (:func:`in_window`), then a single
+   ``groupBy(group, window)``.
 
 Definitions (docs/analytics.md explains them with examples):
 - A *session* is one consumer run (one ``start()``); a restart of an instance is a new session.
@@ -188,6 +189,17 @@ def parse(lines: DataFrame) -> DataFrame:
     )
 
 
+def shuffle_partitions(frame: DataFrame) -> int:
+    """The two input-sized shuffles (the scan's, the exploded partitions') keep this many partitions.
+
+    Adaptive execution would coalesce them to 64 MB each (three or four tasks at full size on two
+    cores: one core idle for the last, and tasks whose sort, window buffer and cache blocks crowd a
+    2 GB heap into spilling and failed page allocations). ``spark.sql.shuffle.partitions`` is sized
+    from the input when the job starts (one per 32 MB) unless the user set it.
+    """
+    return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+
+
 def scan(parsed: DataFrame) -> DataFrame:
     """The one pass over the input: every line, grouped by session and ordered by ``seq``, cached.
 
@@ -205,7 +217,9 @@ def scan(parsed: DataFrame) -> DataFrame:
     table. Everything after this reads the cache, never the files again.
     """
     valid = F.col("problem").isNull()
-    keyed = parsed.withColumn("_key", F.when(valid, F.col("session")))
+    keyed = parsed.withColumn("_key", F.when(valid, F.col("session"))).repartition(
+        shuffle_partitions(parsed), "_key"
+    )
     by_seq = Window.partitionBy("_key").orderBy("seq", "row_id")
     previous_seq = F.lag("seq").over(by_seq)
     marked = keyed.withColumn(
@@ -689,6 +703,7 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
         "log_end_ts",
     )
     # The partition's hash leads the key: the sort compares one long for almost every pair of rows.
+    intervals = intervals.repartition(shuffle_partitions(intervals), "_pkey", "group", "topic", "partition")
     order = Window.partitionBy("_pkey", "group", "topic", "partition").orderBy("generation", "ts", "session")
     successor = F.least(F.lead("ts").over(order), F.col("_next_gen"))  # least/greatest skip nulls
     inferred = F.when(successor.isNotNull(), F.greatest(F.col("ts"), successor))

@@ -144,6 +144,20 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _address_space(pid: int) -> tuple[str, ...]:
+    """Where the process's code and stack are (``/proc/PID/stat`` startcode, endcode, startstack).
+
+    A child made by ``vfork``/``posix_spawn`` shares its parent's memory until it calls exec, and in
+    that instant reports the parent's whole RSS as its own: the JVM starting ``chmod`` through Hadoop's
+    shell (every Parquet file written) would be counted twice. Such a child has the parent's values.
+    """
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return tuple(fields[23:26])
+    except (OSError, IndexError):
+        return ()
+
+
 class PeakMemory:
     """Samples RSS of this process and of every descendant (the JVM) until stopped; keeps the peaks."""
 
@@ -160,12 +174,15 @@ class PeakMemory:
         me = os.getpid()
         while not self._stop.is_set():
             driver = _rss(me)
-            pending, others, anon = _children(me), 0, 0
+            pending = [(child, _address_space(me)) for child in _children(me)]
+            others = anon = 0
             while pending:
-                pid = pending.pop()
-                others += _rss(pid)
-                anon += _rss(pid, "RssAnon")
-                pending += _children(pid)
+                pid, parents = pending.pop()
+                mine = _address_space(pid)
+                if not mine or mine != parents:  # else: its parent's memory, counted already
+                    others += _rss(pid)
+                    anon += _rss(pid, "RssAnon")
+                pending += [(child, mine) for child in _children(pid)]
             self.driver = max(self.driver, driver)
             self.jvm = max(self.jvm, others)
             self.jvm_anon = max(self.jvm_anon, anon)

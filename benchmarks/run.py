@@ -730,6 +730,11 @@ def _assignors_paired(report: Any, figures: set[str]) -> list[str]:
     ]
 
 
+FLEET_JOB_TARGET_S = 120.0
+FLEET_JVM_TARGET_BYTES = 3_000_000_000
+"""Issue 19's targets for the full-size fleet on local[2] with a 2 GB driver heap."""
+
+
 def _analytics_fleet(report: Any, figures: set[str]) -> list[str]:
     size, timings, memory, checks = report.size, report.timings, report.memory, report.checks
     agree = (
@@ -738,7 +743,17 @@ def _analytics_fleet(report: Any, figures: set[str]) -> list[str]:
         and checks.absorbed_expected == checks.absorbed_found
         and checks.malformed_lines == 0
     )
-    return [
+    jvm = memory.jvm_peak_rss_bytes
+    targets: list[str] = []
+    if size.scale == 1:  # issue 19's targets hold for the full size only
+        targets = [
+            f"Targets (full size on this 2-core machine): job under {FLEET_JOB_TARGET_S:.0f} s: "
+            f"**{'met' if timings.job_s < FLEET_JOB_TARGET_S else 'not met'}** ({_n(timings.job_s)} s); "
+            f"JVM peak under {FLEET_JVM_TARGET_BYTES / 1e9:.0f} GB: "
+            f"**{'met' if jvm < FLEET_JVM_TARGET_BYTES else 'not met'}** ({jvm / 1e9:.2f} GB).",
+            "",
+        ]
+    out = [
         f"## Fleet analytics (scale {size.scale:g})",
         "",
         "A synthetic fleet's event log through the Spark job (`staticconsumer analyze`) on "
@@ -761,7 +776,11 @@ def _analytics_fleet(report: Any, figures: set[str]) -> list[str]:
                 ]
             ],
         ),
+        *targets,
     ]
+    if size.scale == 1:
+        out += _figure("analytics_fleet_scaling", figures, "fleet analytics: job time against input size")
+    return out
 
 
 def read_results(directory: Path, only: set[str] | None = None) -> tuple[dict[str, bytes], set[str]]:

@@ -16,7 +16,8 @@ The plan is a few passes over the input, whatever its size (docs/analytics.md, "
    only stage whose size is partitions x assignments, and it spreads over as many tasks as the fleet
    has partitions: one huge group is no hot spot.
 5. **One aggregation** for the per-window summary: every contribution is a row placed in its window by a
-   broadcast range join (:func:`in_window`), then a single ``groupBy(group, window)``.
+   broadcast join on (group, time bucket) with the exact range test (:func:`in_window`), then a single
+   ``groupBy(group, window)``.
 
 Definitions (docs/analytics.md explains them with examples):
 - A *session* is one consumer run (one ``start()``); a restart of an instance is a new session.
@@ -31,6 +32,7 @@ Definitions (docs/analytics.md explains them with examples):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -187,6 +189,17 @@ def parse(lines: DataFrame) -> DataFrame:
     )
 
 
+def shuffle_partitions(frame: DataFrame) -> int:
+    """The two input-sized shuffles (the scan's, the exploded partitions') keep this many partitions.
+
+    Adaptive execution would coalesce them to 64 MB each (three or four tasks at full size on two
+    cores: one core idle for the last, and tasks whose sort, window buffer and cache blocks crowd a
+    2 GB heap into spilling and failed page allocations). ``spark.sql.shuffle.partitions`` is sized
+    from the input when the job starts (one per 32 MB) unless the user set it.
+    """
+    return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+
+
 def scan(parsed: DataFrame) -> DataFrame:
     """The one pass over the input: every line, grouped by session and ordered by ``seq``, cached.
 
@@ -204,7 +217,9 @@ def scan(parsed: DataFrame) -> DataFrame:
     table. Everything after this reads the cache, never the files again.
     """
     valid = F.col("problem").isNull()
-    keyed = parsed.withColumn("_key", F.when(valid, F.col("session")))
+    keyed = parsed.withColumn("_key", F.when(valid, F.col("session"))).repartition(
+        shuffle_partitions(parsed), "_key"
+    )
     by_seq = Window.partitionBy("_key").orderBy("seq", "row_id")
     previous_seq = F.lag("seq").over(by_seq)
     marked = keyed.withColumn(
@@ -291,18 +306,77 @@ def deploy_windows(events: DataFrame, options: Options) -> DataFrame:
     )
 
 
-def in_window(frame: DataFrame, windows: DataFrame, ts: str) -> DataFrame:
+MAX_BUCKETS_PER_GROUP = 1024
+BUCKET_BUDGET = 200_000
+"""At most this many (group, time bucket) keys for all deploy windows together (see :class:`Placement`)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """The log's time span and about how many groups it has (sizes :class:`Placement`'s buckets)."""
+
+    first_ts: float
+    last_ts: float
+    groups: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The deploy windows, ready to place rows in them (:func:`in_window`) by an equi-join.
+
+    The log's span is cut into equal time buckets and every window is listed once per bucket it
+    touches, so a row meets the one or two windows of its own (group, bucket) instead of every window
+    of its group (a range condition tested against each, 50 per row in a 50-deploy log: a tenth of the
+    job's CPU on the per-partition tables). Rows and bounds outside the span fall in the first or last
+    bucket; bucketing is monotonic, so a window that holds a timestamp always shares its bucket, and
+    the exact [lo, hi) test decides as before.
+    """
+
+    windows: DataFrame
+    origin: float
+    last: float
+    width: float
+
+    @classmethod
+    def of(cls, windows: DataFrame, span: Span | None) -> Placement:
+        if span is None or not (span.last_ts > span.first_ts):  # no span known (or NaN): one bucket
+            return cls(windows, 0.0, 0.0, INFINITY)
+        buckets = max(1, min(MAX_BUCKETS_PER_GROUP, BUCKET_BUDGET // max(span.groups, 1)))
+        return cls(windows, span.first_ts, span.last_ts, (span.last_ts - span.first_ts) / buckets)
+
+    def bucket(self, ts: Column) -> Column:
+        if math.isinf(self.width):
+            return F.lit(0).cast("long")
+        inside = F.least(F.greatest(ts, F.lit(self.origin)), F.lit(self.last))
+        return F.floor((inside - F.lit(self.origin)) / F.lit(self.width)).cast("long")
+
+    def bounds(self) -> DataFrame:
+        """(group, bucket, window, lo, hi): each window once per bucket from its lo's to its hi's."""
+        return self.windows.select(
+            F.col("group").alias("_wg"),
+            F.explode(F.sequence(self.bucket(F.col("lo")), self.bucket(F.col("hi")))).alias("_wb"),
+            F.col("window"),
+            F.col("lo"),
+            F.col("hi"),
+        )
+
+
+def in_window(frame: DataFrame, placement: Placement, ts: str) -> DataFrame:
     """``frame`` with the ``window`` whose [lo, hi) holds column ``ts`` (windows are few: broadcast).
 
     A broadcast join keeps ``frame``'s partitioning, so no stage after it shuffles again for it.
     """
-    bounds = windows.select(F.col("group").alias("_wg"), F.col("window"), F.col("lo"), F.col("hi"))
-    joined = frame.join(
+    bounds = placement.bounds()
+    keyed = frame.withColumn("_tb", placement.bucket(F.col(ts)))
+    joined = keyed.join(
         F.broadcast(bounds),
-        (frame["group"] == bounds["_wg"]) & (frame[ts] >= bounds["lo"]) & (frame[ts] < bounds["hi"]),
+        (keyed["group"] == bounds["_wg"])
+        & (keyed["_tb"] == bounds["_wb"])
+        & (keyed[ts] >= bounds["lo"])
+        & (keyed[ts] < bounds["hi"]),
         "left",
     )
-    return joined.drop("_wg", "lo", "hi")
+    return joined.drop("_wg", "_wb", "_tb", "lo", "hi")
 
 
 # -- generations and leaders -----------------------------------------------------------------------
@@ -600,9 +674,11 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
     assignments = assignments.join(F.broadcast(ends), assignments["group"] == ends["_lg"], "left").drop("_lg")
     # A partition named twice in one assignment: the earlier copy ends at the assignment itself (as
     # a record naming the partition again), the last one as usual.
+    # Computed per assignment, below the explode: in the explode's own projection it would run once
+    # per exploded row (array_distinct over every partition, for each partition: a tenth of the job).
     keys = assignments.withColumn("_keys", _partition_keys(F.col("partitions")))
-    repeats = F.size(F.array_distinct("_keys")) < F.size("_keys")
-    exploded = keys.select("*", repeats.alias("_repeats"), F.posexplode("partitions").alias("_pos", "_p"))
+    keys = keys.withColumn("_repeats", F.size(F.array_distinct("_keys")) < F.size("_keys"))
+    exploded = keys.select("*", F.posexplode("partitions").alias("_pos", "_p"))
     partition, key = F.col("_p"), F.get(F.col("_keys"), F.col("_pos"))
     later_copy = F.array_position(
         F.slice("_keys", F.col("_pos") + 2, F.size("_keys") - F.col("_pos") - 1), key
@@ -627,6 +703,7 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
         "log_end_ts",
     )
     # The partition's hash leads the key: the sort compares one long for almost every pair of rows.
+    intervals = intervals.repartition(shuffle_partitions(intervals), "_pkey", "group", "topic", "partition")
     order = Window.partitionBy("_pkey", "group", "topic", "partition").orderBy("generation", "ts", "session")
     successor = F.least(F.lead("ts").over(order), F.col("_next_gen"))  # least/greatest skip nulls
     inferred = F.when(successor.isNotNull(), F.greatest(F.col("ts"), successor))
@@ -771,7 +848,7 @@ def _contribution(frame: DataFrame, ts: str, **values: Column) -> DataFrame:
 
 
 def summary(
-    windows: DataFrame,
+    placement: Placement,
     gens: DataFrame,
     events: DataFrame,
     gaps: DataFrame,
@@ -786,7 +863,7 @@ def summary(
     # already are (partitioned by the partition's hash, group, topic, partition), then only one row
     # per partition moves.
     per_partition = (
-        in_window(gaps, windows, "gap_start_ts")
+        in_window(gaps, placement, "gap_start_ts")
         .groupBy("_pkey", "group", "window", "topic", "partition")
         .agg(
             F.count("*").alias("unowned_gaps"),
@@ -843,7 +920,7 @@ def summary(
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part, allowMissingColumns=True)
-    placed = in_window(rows, windows, "_ts").drop("_ts")
+    placed = in_window(rows, placement, "_ts").drop("_ts")
     placed = placed.unionByName(
         per_partition.drop("_pkey", "topic", "partition", "_ts").withColumn("partitions_unowned", one),
         allowMissingColumns=True,
@@ -855,7 +932,7 @@ def summary(
         F.min("first_generation").alias("first_generation"),
         F.max("last_generation").alias("last_generation"),
     )
-    out = windows.select(
+    out = placement.windows.select(
         "group", "window", "start_ts", "last_lifecycle_ts", "next_start_ts", "joins", "stops"
     ).join(totals, ["group", "window"], "left")
     out = out.fillna(0, subset=list(_ZERO_FILLED))
@@ -875,17 +952,25 @@ def summary(
 # -- the whole job ------------------------------------------------------------------------------------
 
 
-def build(scanned: DataFrame, events: DataFrame, options: Options, *, malformed: bool = True) -> Tables:
+def build(
+    scanned: DataFrame,
+    events: DataFrame,
+    options: Options,
+    *,
+    malformed: bool = True,
+    span: Span | None = None,
+) -> Tables:
     """All tables from the :func:`scan` and its :func:`records`; nothing runs until a table is written.
 
     The frames that several tables read are cached (records, the small tables, the ownership
     intervals with their handovers), so each is computed once however many tables read it.
     ``malformed=False`` (the scan found no malformed line) leaves the scan alone for that table.
+    ``span`` (the records' first and last timestamps) sizes the time buckets of :class:`Placement`.
     """
-    windows = deploy_windows(events, options).persist(CACHE)
-    gens = in_window(generations(events), windows, "start_ts").persist(CACHE)
+    placement = Placement.of(deploy_windows(events, options).persist(CACHE), span)
+    gens = in_window(generations(events), placement, "start_ts").persist(CACHE)
     members = member_instances(events)
-    leader_table = in_window(leaders(events, members), windows, "ts").persist(CACHE)
+    leader_table = in_window(leaders(events, members), placement, "ts").persist(CACHE)
     session_table = sessions(events).persist(CACHE)
     log_end = events.groupBy("group").agg(F.max("ts").alias("log_end_ts"))
     handed = ownership(scanned, gens, log_end, options)
@@ -906,7 +991,7 @@ def build(scanned: DataFrame, events: DataFrame, options: Options, *, malformed:
         "session_last_ts",
     )
     windows_table = summary(
-        windows, gens, events, gaps, overlaps, moves, session_table, leader_table
+        placement, gens, events, gaps, overlaps, moves, session_table, leader_table
     ).persist(CACHE)
     lines = malformed_lines(scanned)
     if not malformed:
@@ -918,10 +1003,10 @@ def build(scanned: DataFrame, events: DataFrame, options: Options, *, malformed:
         windows=windows_table,
         generations=gens,
         leaders=leader_table,
-        ownership=in_window(intervals, windows, "start_ts"),
-        gaps=in_window(gaps.drop("_pkey"), windows, "gap_start_ts"),
-        overlaps=in_window(overlaps.drop("_pkey"), windows, "overlap_start_ts"),
-        moves=in_window(moves.drop("_pkey"), windows, "ts"),
-        sessions=in_window(session_table, windows, "start_ts"),
+        ownership=in_window(intervals, placement, "start_ts"),
+        gaps=in_window(gaps.drop("_pkey"), placement, "gap_start_ts"),
+        overlaps=in_window(overlaps.drop("_pkey"), placement, "overlap_start_ts"),
+        moves=in_window(moves.drop("_pkey"), placement, "ts"),
+        sessions=in_window(session_table, placement, "start_ts"),
         malformed=malformed_counts,
     )

@@ -231,10 +231,14 @@ def _analyze(
     with progress.step("reading and parsing every line once"):
         scanned = job.scan(job.parse(job.read_lines(session, paths)))
         valid = F.col("problem").isNull()
+        # The same pass gives the span and about how many groups (they size the window placement).
         counts = scanned.agg(
             F.count_if(valid).alias("valid"),
             F.count_if(valid & ~F.col("dup")).alias("records"),
             F.count_if(~valid).alias("malformed"),
+            F.min(F.when(valid, F.col("ts"))).alias("first_ts"),
+            F.max(F.when(valid, F.col("ts"))).alias("last_ts"),
+            F.approx_count_distinct(F.when(valid, F.col("group"))).alias("groups"),
         ).collect()[0]
     malformed_lines = int(counts["malformed"] or 0)
     if not counts["valid"]:
@@ -249,12 +253,17 @@ def _analyze(
     event_count = int(counts["records"])
     with progress.step("planning the tables"):  # driver only: tens of seconds on a loaded machine
         events = job.records(scanned)
-        tables = job.build(scanned, events, options, malformed=malformed_lines > 0)
+        span = job.Span(float(counts["first_ts"]), float(counts["last_ts"]), int(counts["groups"] or 1))
+        tables = job.build(scanned, events, options, malformed=malformed_lines > 0, span=span)
     out_path = None if out is None else Path(str(out))
     if out is not None:
         for name, frame in tables.as_dict().items():
             with progress.step(f"table {name}"):
                 frame.write.mode("overwrite").parquet(f"{out}/{name}")
+        # From here on (the summary, the report, the caller) the written tables are read: a filtered
+        # Parquet scan reads a few columns, where the plan's frames would decode whole cached rows
+        # and place each in its window again.
+        tables = job.Tables(**{name: session.read.parquet(f"{out}/{name}") for name in tables.as_dict()})
     with progress.step("per-window summary"):
         windows = _rows(tables.windows.orderBy("group", "window"), MAX_SUMMARY_ROWS)
         malformed = _rows(tables.malformed.orderBy(F.desc("lines")), MALFORMED_FILES_SHOWN)

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from staticconsumer.analytics.job import Options, deploy_windows, in_window
+from staticconsumer.analytics.job import Options, Placement, Span, deploy_windows, in_window
 from staticconsumer.analytics.run import Analysis, analyze
 from staticconsumer.analytics.synthetic import SyntheticSession, write_lines
 
@@ -231,14 +231,38 @@ def test_order_of_lines_across_processes_does_not_matter(ordered: Analysis, shuf
     assert shuffled.malformed_lines == ordered.malformed_lines
 
 
-def test_windows_tile_time_so_every_row_lands_in_exactly_one(spark: SparkSession) -> None:
+@pytest.mark.parametrize(
+    "span",
+    [
+        None,  # one bucket: every window of the group is a candidate
+        Span(0.0, 400.0, groups=1),  # 1,024 buckets of 0.39 s: window bounds fall inside buckets
+        Span(50.0, 60.0, groups=1),  # a span narrower than the rows: most fall in the end buckets
+        Span(0.0, 400.0, groups=100_000),  # so many groups that the budget leaves two buckets
+    ],
+    ids=["no-span", "fine-buckets", "narrow-span", "budget"],
+)
+def test_windows_tile_time_so_every_row_lands_in_exactly_one(spark: SparkSession, span: Span | None) -> None:
     lifecycle = spark.createDataFrame(
         [("g", ts, "joining", None) for ts in (0.0, 5.0, 100.0, 130.0, 400.0)],
         "group string, ts double, type string, reason string",
     )
     windows = deploy_windows(lifecycle, Options(deploy_gap_seconds=60.0, skew_tolerance_seconds=1.0))
+    placement = Placement.of(windows, span)
     probes = spark.createDataFrame(
-        [("g", ts) for ts in (-5.0, 98.9, 99.5, 100.0, 398.99, 399.0, 1e9)], "group string, ts double"
+        [("g", ts) for ts in (-5.0, 98.9, 99.5, 100.0, 398.99, 399.0, 1e9)] + [("other", 100.0)],
+        "group string, ts double",
     )
-    placed = {(r["ts"], r["window"]) for r in in_window(probes, windows, "ts").collect()}
-    assert placed == {(-5.0, 0), (98.9, 0), (99.5, 1), (100.0, 1), (398.99, 1), (399.0, 2), (1e9, 2)}
+    placed = [(r["group"], r["ts"], r["window"]) for r in in_window(probes, placement, "ts").collect()]
+    assert sorted(placed, key=str) == sorted(
+        [
+            ("g", -5.0, 0),
+            ("g", 98.9, 0),
+            ("g", 99.5, 1),
+            ("g", 100.0, 1),
+            ("g", 398.99, 1),
+            ("g", 399.0, 2),
+            ("g", 1e9, 2),
+            ("other", 100.0, None),  # a group without windows: kept, in no window
+        ],
+        key=str,
+    )

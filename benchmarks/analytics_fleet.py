@@ -258,6 +258,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary directory")
     parser.add_argument("--keep", action="store_true", help="keep the generated log and the tables")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--replot",
+        action="store_true",
+        help="only redraw the scaling plot from the JSON results beside --out",
+    )
     return parser
 
 
@@ -268,6 +273,9 @@ def _scale_out(out: Path, scale: float) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.replot:
+        print(f"scaling plot: {replot(args.out)}")
+        return 0
     if args.scales is None:
         return 0 if run_one(args, args.scale, args.out, argv).agree else 1
     reports = []
@@ -278,8 +286,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r.agree for r in reports) else 1
 
 
+def straight_line(sizes: list[float], times: list[float]) -> tuple[float, float]:
+    """Least-squares seconds per MB and fixed seconds: how the job grows, and what it costs at no input."""
+    n = len(sizes)
+    mean_x, mean_y = sum(sizes) / n, sum(times) / n
+    spread = sum((x - mean_x) ** 2 for x in sizes)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(sizes, times, strict=True)) / spread
+    return slope, mean_y - slope * mean_x
+
+
 def scaling_plot(reports: list[Report], path: Path) -> Path:
-    """Job time against input size, with the straight line through the origin and the largest run."""
+    """Job time against input size, with the least-squares line (per MB plus a fixed part)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -288,26 +305,37 @@ def scaling_plot(reports: list[Report], path: Path) -> Path:
     sizes = [r.size.input_bytes / 1e6 for r in reports]
     times = [r.timings.job_s for r in reports]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(sizes, times, marker="o", color="#4e79a7", label="job wall time (read, tables, report)")
-    for r, x, y in zip(reports, sizes, times, strict=True):
+    ax.plot(
+        sizes, times, marker="o", linestyle="", color="#4e79a7", label="job wall time (read, tables, report)"
+    )
+    for index, (r, x, y) in enumerate(zip(reports, sizes, times, strict=True)):
         ax.annotate(
-            f"{r.size.scale:g}x: {r.size.records:,} records\n"
-            f"{y:.0f} s, JVM {r.memory.jvm_peak_rss_bytes / 1e9:.1f} GB",
+            f"{r.size.scale:g}x: {r.size.records:,} records, {y:.0f} s\n"
+            f"JVM {r.memory.jvm_peak_rss_bytes / 1e9:.1f} GB, "
+            f"load {r.environment.load_average_at_start[0]:.1f}",
             (x, y),
             textcoords="offset points",
-            xytext=(6, -22),
+            xytext=(8, -26) if index % 2 == 0 else (8, 10),
             fontsize=8,
         )
-    slope = times[-1] / sizes[-1]
-    ax.plot([0, sizes[-1]], [0, times[-1]], linestyle=":", color="grey", label=f"linear: {slope:.3f} s/MB")
+    if len(reports) >= 2:
+        slope, fixed = straight_line(sizes, times)
+        end = max(sizes) * 1.05
+        ax.plot(
+            [0, end],
+            [fixed, fixed + slope * end],
+            linestyle=":",
+            color="grey",
+            label=f"least squares: {fixed:.0f} s + {slope:.3f} s/MB",
+        )
     ax.set_xlabel("input size (MB of event log)")
     ax.set_ylabel("seconds")
     ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=0, top=max(times) * 1.2)
     env = reports[-1].environment
     ax.set_title(
         f"staticconsumer analyze on {reports[-1].master}, {env.cores} cores "
-        f"(load {env.load_average_at_start[0]})",
+        "(1-minute load at each run's start)",
         fontsize=10,
     )
     ax.legend(fontsize=8, loc="upper left")
@@ -315,6 +343,16 @@ def scaling_plot(reports: list[Report], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def replot(out: Path) -> Path:
+    """Redraw the scaling plot from the JSON results beside ``out`` (no run)."""
+    found = [*sorted(out.parent.glob(f"{out.stem}_scale*{out.suffix}")), out]
+    reports = sorted(
+        (msgspec.json.decode(p.read_bytes(), type=Report) for p in found if p.exists()),
+        key=lambda r: r.size.scale,
+    )
+    return scaling_plot(reports, out.with_name(f"{out.stem}_scaling.png"))
 
 
 def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] | None) -> Report:

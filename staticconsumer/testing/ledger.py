@@ -5,6 +5,13 @@ The verdict is the contract a consumer group owes its application whatever the n
 do: every acknowledged record is processed by some member (``lost`` is empty), and no committed offset
 ever moves backwards. Duplicates are allowed (at-least-once) and counted.
 
+Committed offsets are read from the group's coordinator, and Kafka serves those reads at the
+coordinator's high watermark. A newly elected coordinator starts from its own high watermark, which can
+lag the one its predecessor served by a replication round, so right after a failover it may answer an
+offset older than one already read (the newer commit is not lost: it shows once the high watermark
+catches up). "Backwards" therefore compares samples read from the same coordinator; a step back across
+a coordinator change is kept apart (``Verdict.back_across_failover``) and not held against the group.
+
 :class:`LedgerProducer` produces keyed records at a steady rate and records each acknowledged
 ``(partition, offset)``; :class:`CommitSampler` samples the group's committed offsets from the broker
 (through a listener no fault touches). Members report what they processed with :meth:`Ledger.processed`.
@@ -43,6 +50,7 @@ class Verdict:
     duplicates: int
     backwards: list[Backwards]
     commit_samples: int
+    back_across_failover: list[Backwards] = field(default_factory=list)
 
     @property
     def lost_count(self) -> int:
@@ -53,7 +61,13 @@ class Verdict:
         return (
             f"acknowledged {self.acknowledged}, processed {self.processed} distinct, lost {self.lost_count} "
             f"{lost if lost else ''}, duplicates {self.duplicates}, commits backwards {self.backwards[:5]} "
-            f"({self.commit_samples} commit samples)"
+            f"({self.commit_samples} commit samples"
+            + (
+                f"; a new coordinator's first reads stepped back {self.back_across_failover[:5]}"
+                if self.back_across_failover
+                else ""
+            )
+            + ")"
         )
 
 
@@ -64,7 +78,8 @@ class Ledger:
     acked: dict[Partition, set[int]] = field(default_factory=dict)
     seen: dict[Partition, Counter[int]] = field(default_factory=dict)
     by_member: Counter[str] = field(default_factory=Counter)
-    commits: dict[Partition, list[tuple[float, int]]] = field(default_factory=dict)
+    commits: dict[Partition, list[tuple[float, int, int | None]]] = field(default_factory=dict)
+    """Per partition: (when, committed offset, the coordinator node that answered, if known)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def acknowledged(self, partition: Partition, offset: int) -> None:
@@ -78,11 +93,14 @@ class Ledger:
                 counts[offset] += 1
                 self.by_member[member] += 1
 
-    def committed(self, offsets: Mapping[Partition, int], at: float | None = None) -> None:
+    def committed(
+        self, offsets: Mapping[Partition, int], at: float | None = None, coordinator: int | None = None
+    ) -> None:
+        """One sample of the group's committed offsets, read at ``at`` from node ``coordinator``."""
         now = time.monotonic() if at is None else at
         with self._lock:
             for partition, offset in offsets.items():
-                self.commits.setdefault(partition, []).append((now, offset))
+                self.commits.setdefault(partition, []).append((now, offset, coordinator))
 
     @property
     def acknowledged_count(self) -> int:
@@ -101,10 +119,10 @@ class Ledger:
     def verdict(self) -> Verdict:
         missing = self.missing()
         with self._lock:
-            backwards = [
-                Backwards(partition, before, after, at)
+            steps_back = [
+                (Backwards(partition, before, after, at), served_before == served_after)
                 for partition, samples in self.commits.items()
-                for (_, before), (at, after) in itertools.pairwise(samples)
+                for (_, before, served_before), (at, after, served_after) in itertools.pairwise(samples)
                 if after < before
             ]
             return Verdict(
@@ -112,8 +130,9 @@ class Ledger:
                 processed=sum(len(c) for c in self.seen.values()),
                 lost=missing,
                 duplicates=sum(n - 1 for c in self.seen.values() for n in c.values() if n > 1),
-                backwards=backwards,
+                backwards=[step for step, same_coordinator in steps_back if same_coordinator],
                 commit_samples=sum(len(s) for s in self.commits.values()),
+                back_across_failover=[step for step, same_coordinator in steps_back if not same_coordinator],
             )
 
     async def until_all_processed(self, within: float) -> Verdict:
@@ -233,6 +252,10 @@ class CommitSampler:
 
     async def sample(self) -> dict[Partition, int]:
         """The group's committed offsets now (partitions without a commit left out)."""
+        return (await self.sample_from())[1]
+
+    async def sample_from(self) -> tuple[int, dict[Partition, int]]:
+        """The coordinator node that answered, and the group's committed offsets it served."""
         from aiokafka.admin import AIOKafkaAdminClient
 
         if self._admin is None:
@@ -242,11 +265,16 @@ class CommitSampler:
             await admin.start()
             self._admin = admin
         try:
-            offsets = await self._admin.list_consumer_group_offsets(self.group)
+            coordinator = await self._admin.find_coordinator(self.group)
+            offsets = await self._admin.list_consumer_group_offsets(
+                self.group, group_coordinator_id=coordinator
+            )
         except Exception:
             await self._close_admin()
             raise
-        return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
+        return coordinator, {
+            (tp.topic, tp.partition): meta.offset for tp, meta in offsets.items() if meta.offset >= 0
+        }
 
     async def _close_admin(self) -> None:
         admin, self._admin = self._admin, None
@@ -258,7 +286,8 @@ class CommitSampler:
         while True:
             try:
                 at = time.monotonic()
-                self.ledger.committed(await self.sample(), at)
+                coordinator, offsets = await self.sample_from()
+                self.ledger.committed(offsets, at, coordinator)
                 self.samples += 1
             except Exception:  # coordinator moving or node down: the next sample will do
                 self.errors += 1
@@ -271,5 +300,6 @@ class CommitSampler:
                 await self._task
             self._task = None
         with contextlib.suppress(Exception):
-            self.ledger.committed(await self.sample())
+            coordinator, offsets = await self.sample_from()
+            self.ledger.committed(offsets, coordinator=coordinator)
         await self._close_admin()

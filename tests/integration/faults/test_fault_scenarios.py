@@ -41,6 +41,9 @@ async def test_coordinator_failover_changes_no_membership_and_loses_nothing(
         assert run.rebalance_events_since(since) == {}, "the coordinator moved and the group rebalanced"
         assert run.fleet.identities() == before
         verdict = await run.finish()
+        served = {node for samples in run.ledger.commits.values() for _, _, node in samples}
+        assert successor in served, "commits were read from the new coordinator, one sample after another"
+        print(verdict.summary())
         run.ledger.assert_at_least_once()
         assert verdict.processed >= verdict.acknowledged
     await asyncio.to_thread(cluster.start_node, coordinator)

@@ -594,6 +594,19 @@ def track_topics(consumer: Any, topics: frozenset[str]) -> None:
         client.set_topics(wanted)
 
 
+def fetch_partitions(consumer: Any, partitions: list[Any], topics: frozenset[str]) -> None:
+    """Point the fetcher at ``partitions``, keeping ``topics`` (the subscription) in its metadata.
+
+    Not ``AIOKafkaConsumer.assign``: that hands the client exactly the assigned topics, and an empty
+    list (an eager revoke: fetch nothing until the new assignment) makes aiokafka refresh metadata for
+    *every* topic in the cluster, then again for the group's when the assignment arrives. Every member
+    did both at every rebalance, at the moment all of them compete for the CPU. Here the client keeps
+    tracking the subscription, so nothing needs refreshing unless an assigned topic is new to it.
+    """
+    consumer._subscription.assign_from_user(partitions)
+    track_topics(consumer, topics)
+
+
 def fetcher_client(consumer: Any) -> Any:
     """The ``AIOKafkaClient`` inside an ``AIOKafkaConsumer`` (it fetches over its own connections)."""
     return consumer._client

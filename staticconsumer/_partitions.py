@@ -240,7 +240,7 @@ class ApplicationPartitions:
         if self.fetcher is not None:
             with contextlib.suppress(Exception):
                 if partitions is None or not self._fetching:
-                    self.fetcher.assign([])
+                    _aiokafka.fetch_partitions(self.fetcher, [], self.topics)
                 else:  # the rest keep fetching untouched; reassigned when the revoke is done
                     self.fetcher.pause(*(_kafka(tp) for tp in stopping))
         self._on_change()
@@ -319,8 +319,7 @@ class ApplicationPartitions:
         # Every position is valid now, so this pass never suspends: no fetch can move a kept partition
         # between reading its place and re-assigning the fetcher (which forgets it).
         places = {tp: await fetcher.position(_kafka(tp)) for tp in kept}
-        fetcher.assign([_kafka(tp) for tp in self._fetching])
-        _aiokafka.track_topics(fetcher, self.topics)
+        _aiokafka.fetch_partitions(fetcher, [_kafka(tp) for tp in self._fetching], self.topics)
         for tp, offset in {**places, **seeks}.items():
             fetcher.seek(_kafka(tp), offset)
         paused = self._paused & self._fetching

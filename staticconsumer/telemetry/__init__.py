@@ -21,7 +21,7 @@ from staticconsumer.membership import MembershipObserver, MemberView
 from staticconsumer.membership.actions import Action
 from staticconsumer.membership.events import Event
 
-from .deferred import DeferredRecordTracer, RecordLoop, caller_context
+from .deferred import DeferredRecordTracer, RecordLoop, api_imported, caller_context
 
 if TYPE_CHECKING:
     from . import attributes
@@ -50,16 +50,10 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-_OPENTELEMETRY_API = ("opentelemetry.trace", "opentelemetry.metrics")
-
-
 def opentelemetry_in_use() -> bool:
     """Whether this process uses OpenTelemetry: its API is imported (an SDK installed, an instrumented
     library, the application's own spans), or ``OTEL_*`` variables configure it."""
-    modules = sys.modules
-    return any(name in modules for name in _OPENTELEMETRY_API) or any(
-        key.startswith("OTEL_") for key in os.environ
-    )
+    return api_imported() or any(key.startswith("OTEL_") for key in os.environ)
 
 
 class DeferredTelemetryObserver:
@@ -68,6 +62,8 @@ class DeferredTelemetryObserver:
     Until then every span and metric would go to the API's no-op providers, so nothing is lost by not
     importing it; from the first membership step after OpenTelemetry is imported (an SDK installed
     after the consumer was built), ``observer`` reports as a ``TelemetryObserver`` built then would.
+    Each step looks only at the imported modules (two dict lookups): ``OTEL_*`` variables were read when
+    the consumer was built, and scanning the environment at every step cost more than the step.
     """
 
     def __init__(self, *, client_id: str | None) -> None:
@@ -77,7 +73,7 @@ class DeferredTelemetryObserver:
     def observe(self, event: Event, produced: Sequence[Action], view: MemberView) -> None:
         observer = self.observer
         if observer is None:
-            if not opentelemetry_in_use():
+            if not api_imported():
                 return
             from .observer import TelemetryObserver
 

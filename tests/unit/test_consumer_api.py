@@ -274,6 +274,14 @@ class _Fetcher:
     def assignment(self) -> set[Any]:
         return set(self.assigned)
 
+    @property
+    def _subscription(self) -> Any:
+        """aiokafka's SubscriptionState: staticconsumer assigns through its ``assign_from_user``."""
+        return self
+
+    def assign_from_user(self, partitions: list[Any]) -> None:
+        self.assign(partitions)
+
     def assign(self, partitions: list[Any]) -> None:
         self.assigned = list(partitions)
 

@@ -49,6 +49,14 @@ class AiokafkaLikeFetcher:
     def assignment(self) -> set[KafkaTopicPartition]:
         return set(self._positions)
 
+    @property
+    def _subscription(self) -> Any:
+        """aiokafka's SubscriptionState: staticconsumer assigns through its ``assign_from_user``."""
+        return self
+
+    def assign_from_user(self, partitions: list[KafkaTopicPartition]) -> None:
+        self.assign(partitions)
+
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
         self._positions = dict.fromkeys(partitions)  # aiokafka forgets positions on assign
         self.paused = set()

@@ -56,6 +56,7 @@ from staticconsumer.protocol import (
 
 from .assignment import compute_assignment, decode_assignment, decode_members, topic_infos
 from .duties import LeaderDuties
+from .metadata import TopicMetadata
 from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner
 from .requests import REQUESTS, RequestSpec
@@ -158,6 +159,11 @@ class MembershipLoop:
         self._observers = tuple(observers)
         self._version_caps = dict(version_caps or {})
         self._refresh_seconds = metadata_refresh_ms / 1000
+        self._metadata = TopicMetadata(
+            lambda topics: _aiokafka.topic_partitions(self._client, topics),
+            max_age=self._refresh_seconds,
+            now=self.now,
+        )
         self.duties = LeaderDuties(
             own_topics=lambda: self._topics.topics,
             refresh_interval=self._refresh_seconds,
@@ -454,7 +460,7 @@ class MembershipLoop:
         try:
             assignor = self._assignors[name]
             members = decode_members(a.members)
-            metadata = await _aiokafka.topic_partitions(self._client, a.group_topics)
+            metadata = await self._metadata.recent(a.group_topics)  # checked by the audit that follows
             topics = topic_infos(metadata)
             self.duties.leader_elected(
                 a.generation, a.group_topics, {topic: info.partitions for topic, info in topics.items()}
@@ -537,7 +543,7 @@ class MembershipLoop:
     # -- metadata, for the leader's duties and pattern subscriptions --------------------------------
 
     async def _partition_counts(self, topics: frozenset[str]) -> dict[str, int]:
-        metadata = await _aiokafka.topic_partitions(self._client, topics)
+        metadata = await self._metadata.fresh(topics)
         return {topic: len(rows) for topic, rows in metadata.items()}
 
     async def _describe_group(self) -> GroupView | None:

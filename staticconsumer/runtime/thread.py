@@ -80,8 +80,17 @@ MIN_VERSIONS_FOR_STATIC: Mapping[type[Message], int] = {
 }
 """The first version of each API that carries group.instance.id (KIP-345, Kafka 2.3)."""
 
-POLL_REPORT_INTERVAL = 0.05
-"""Seconds between two PollCalled events; a poll in between changes nothing the machine decides."""
+POLL_REPORT_MAX_SECONDS = 1.0
+"""At most this long between two PollCalled events while the application polls.
+
+Each event wakes the membership thread (a cross-thread wakeup and a machine step). At one per 50 ms,
+a consumer polling in a loop woke it twenty times a second to move a deadline measured in minutes, about
+half of an idle member's CPU. A poll after a longer pause is always reported at once, so a member that
+waits for the application after a poll timeout rejoins as soon as it polls again."""
+
+POLL_REPORT_SHARE = 0.01
+"""...and at most this share of ``max.poll.interval.ms``, so the poll deadline the machine keeps is never
+more than 1 % early (3 s of 300 s by default would still be 1 s)."""
 
 APPLICATION_WATCH_SECONDS = 1.0
 """How often the membership thread checks that the application's event loop still exists."""
@@ -231,6 +240,9 @@ class MembershipThread:
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
         self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
         self._last_poll_posted = float("-inf")
+        self._poll_report_interval = min(
+            POLL_REPORT_MAX_SECONDS, settings.max_poll_interval_ms / 1000 * POLL_REPORT_SHARE
+        )
         self._app_loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
         self._running = False
@@ -290,11 +302,12 @@ class MembershipThread:
         return watch.missing.missing if watch is not None else frozenset()
 
     def poll_called(self) -> None:
-        """The application polled: told to the membership at most every 50 ms (max.poll.interval: minutes)."""
+        """The application polled: told to the membership at most every second (or 1 % of
+        max.poll.interval.ms), and at once after a longer pause."""
         now = time.monotonic()
         if not self._running:
             return  # no machine yet (nothing subscribed): there is no poll deadline to keep
-        if now - self._last_poll_posted >= POLL_REPORT_INTERVAL:
+        if now - self._last_poll_posted >= self._poll_report_interval:
             self._last_poll_posted = now
             self._post(events.PollCalled(now=now))
 

@@ -6,10 +6,9 @@ I/O passed in as callables, so it is testable without a broker.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-
-import anyio
 
 from staticconsumer.leader import GroupView, MetadataWatch, PartitionCounts, audit_reason, unowned_partitions
 
@@ -45,7 +44,7 @@ class LeaderDuties:
         self.watch: MetadataWatch | None = None
         self._audit_generation: int | None = None
         self._audited: set[int] = set()
-        self._wake = anyio.Event()
+        self._wake = asyncio.Event()
 
     # -- inputs from the driver -----------------------------------------------------------------
 
@@ -82,9 +81,12 @@ class LeaderDuties:
     async def run(self) -> None:
         """Forever: audit when asked, check metadata every refresh interval while leading."""
         while True:
-            with anyio.move_on_after(self._interval):
-                await self._wake.wait()
-            self._wake = anyio.Event()
+            try:
+                async with asyncio.timeout(self._interval):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass  # the periodic check
+            self._wake.clear()  # a wake while this round runs is kept for the next
             try:
                 await self.step()
             except Exception as error:  # metadata or describe failed: try again next interval

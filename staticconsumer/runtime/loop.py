@@ -2,22 +2,23 @@
 
 One task owns the machine: it waits for the next event (a response, an application call, a finished
 callback) or the machine's next deadline, feeds it in, and carries out the actions that come back.
-Requests and callbacks run as child tasks of one anyio task group and answer with events, so the loop
-never blocks on the network or on the application, and nothing outlives ``run()``. The loop runs on the
+Requests and callbacks run as child tasks of one task group (``asyncio.TaskGroup``) and answer with
+events, so the loop never blocks on the network or on the application, and nothing outlives ``run()``.
+The standard library's structured concurrency, not anyio's: this thread always runs asyncio, and
+anyio's asyncio backend took ~15 ms of CPU to import on the membership thread, on the path of every
+restart. The loop runs on the
 membership thread (thread.py); it is not thread-safe itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
-
-import anyio
-from anyio.abc import TaskGroup
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
@@ -103,13 +104,11 @@ KNOWN_COORDINATOR_SECONDS = 5.0
 
 
 class _Inbox:
-    """The loop's events in arrival order. A deque and an ``anyio.Event`` rather than anyio's memory
-    object stream: that module and its stream classes cost ~10 ms of CPU to import on the membership
-    thread, on the path of every restart, for a queue that has one reader and never needs a bound."""
+    """The loop's events in arrival order: one reader, never bounded."""
 
     def __init__(self) -> None:
         self._events: deque[events.Event] = deque()
-        self._arrived = anyio.Event()
+        self._arrived = asyncio.Event()
 
     def put(self, event: events.Event) -> None:
         self._events.append(event)
@@ -117,8 +116,7 @@ class _Inbox:
 
     async def get(self) -> events.Event:
         while not self._events:
-            if self._arrived.is_set():  # an anyio.Event cannot be cleared: a fresh one per wait
-                self._arrived = anyio.Event()
+            self._arrived.clear()
             await self._arrived.wait()
         return self._events.popleft()
 
@@ -175,14 +173,15 @@ class MembershipLoop:
         self._inbox = _Inbox()
         self._commits: dict[int, CommitDone] = {}
         self._next_commit_id = 0
-        self._task_group: TaskGroup | None = None
+        self._task_group: asyncio.TaskGroup | None = None
+        self._children: set[asyncio.Task[None]] = set()
         self._consumer_protocol = isinstance(machine, ConsumerGroupMachine)
         """KIP-848: the broker assigns and resolves patterns; no client-side assignor, no leader duties."""
         self._snapshot = MemberSnapshot(
             rebalance_protocol=machine.rebalance_protocol.value,
             group_protocol="consumer" if self._consumer_protocol else "classic",
         )
-        self.stopped = anyio.Event()
+        self.stopped = asyncio.Event()
         self.stop_error: Exception | None = None
 
     # -- inputs (called on the membership thread) ------------------------------------------------
@@ -283,13 +282,13 @@ class MembershipLoop:
     async def run(self) -> None:
         """Run until the machine reports Stopped. Cancel the calling scope to abandon it."""
         try:
-            async with anyio.create_task_group() as task_group:
+            async with asyncio.TaskGroup() as task_group:
                 self._task_group = task_group
-                task_group.start_soon(self.duties.run)
+                self._spawn(self.duties.run)
                 if self._topics.pattern is not None and not self._consumer_protocol:
                     await self._refresh_pattern()
                 if not self._consumer_protocol:
-                    task_group.start_soon(self._watch_pattern)  # idle until subscribe(pattern=...)
+                    self._spawn(self._watch_pattern)  # idle until subscribe(pattern=...)
                 topics, pattern = self._subscribed()
                 await self._step(
                     events.Start(now=self.now(), protocols=self.protocols(), topics=topics, pattern=pattern)
@@ -298,10 +297,14 @@ class MembershipLoop:
                     deadline = self.machine.next_deadline()
                     event: events.Event | None = None
                     wait = None if deadline is None else max(0.0, deadline - self.now())
-                    with anyio.move_on_after(wait):
-                        event = await self._inbox.get()
+                    try:
+                        async with asyncio.timeout(wait):
+                            event = await self._inbox.get()
+                    except TimeoutError:
+                        pass  # the deadline came first
                     await self._step(event or events.Tick(now=self.now()))
-                task_group.cancel_scope.cancel()
+                for child in list(self._children):  # requests, callbacks, duties: done with the machine
+                    child.cancel()
         finally:
             self._task_group = None
             waiting, self._commits = self._commits, {}
@@ -341,7 +344,9 @@ class MembershipLoop:
 
     def _spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         assert self._task_group is not None
-        self._task_group.start_soon(work)
+        child = self._task_group.create_task(work())
+        self._children.add(child)
+        child.add_done_callback(self._children.discard)
 
     def _dispatch(self, action: actions.Action) -> None:
         if isinstance(action, actions.SendJoinGroup):
@@ -584,7 +589,7 @@ class MembershipLoop:
     async def _watch_pattern(self) -> None:
         """Rejoin with a new subscription when topics matching the pattern appear or disappear."""
         while True:
-            await anyio.sleep(self._refresh_seconds)
+            await asyncio.sleep(self._refresh_seconds)
             if self._topics.pattern is None:
                 continue
             try:

@@ -501,7 +501,7 @@ class MembershipThread:
                     client, settings, topics=sorted(named), group_id=settings.group_id
                 )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
-                from .loop import MembershipLoop  # anyio loads on the membership thread, not at import
+                from .loop import MembershipLoop  # loaded on the membership thread, not at import
 
                 self._membership = MembershipLoop(
                     machine=self._new_machine(),

@@ -27,8 +27,8 @@ NEVER_AT_START = (
 )
 """Heavy or tool-only modules: analytics and admin tools, test helpers, the event log (only when
 configured), OpenTelemetry (only once the process uses it), ``importlib.metadata`` (the package
-version is ``staticconsumer.__version__``), and anyio (the membership thread imports its loop when it
-starts, off the application's import)."""
+version is ``staticconsumer.__version__``), and anyio (the membership loop uses the standard library's
+task groups: anyio's asyncio backend cost ~15 ms of CPU at every start)."""
 
 
 def _loaded_after(code: str, environ: dict[str, str] | None = None) -> list[str]:

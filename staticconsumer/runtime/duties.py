@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from staticconsumer.leader import GroupView, MetadataWatch, PartitionCounts, audit_reason, unowned_partitions
 
@@ -18,6 +19,7 @@ log = logging.getLogger("staticconsumer.leader")
 CountsFetcher = Callable[[frozenset[str]], Awaitable[dict[str, int]]]
 GroupDescriber = Callable[[], Awaitable[GroupView | None]]
 RejoinRequester = Callable[[str], None]
+AuditVerdict = Literal["rejoined", "rebalancing", "checked"]
 
 
 class LeaderDuties:
@@ -42,6 +44,9 @@ class LeaderDuties:
         self._describe = describe
         self._rejoin = rejoin
         self.watch: MetadataWatch | None = None
+        self.led: frozenset[str] = frozenset()
+        """The topics watched as the last generation's leader (empty once a generation is followed):
+        the likely leader of the next generation reads them as it rejoins."""
         self._audit_generation: int | None = None
         self._audited: set[int] = set()
         self._wake = asyncio.Event()
@@ -55,6 +60,7 @@ class LeaderDuties:
         watched = group_topics | self._own_topics()
         snapshot = dict(counts) if counts is not None else {}
         self.watch = MetadataWatch(generation, watched, snapshot, leader=True)
+        self.led = watched
         if counts is None:
             self._wake.set()  # take the snapshot now (SkipAssignment: nothing was computed)
 
@@ -67,6 +73,8 @@ class LeaderDuties:
         """Stable in ``generation``: audit the coordinator's assignment once for this generation."""
         if not leading and (self.watch is None or self.watch.generation != generation):
             self.watch = MetadataWatch(generation, self._own_topics(), {}, leader=False)
+        if not leading:
+            self.led = frozenset()
         if generation not in self._audited:
             self._audit_generation = generation
             self._wake.set()
@@ -99,13 +107,17 @@ class LeaderDuties:
         if watch.leader and not watch.snapshot:
             await self._complete_snapshot(watch)
             return
+        counts: dict[str, int] | None = None
         if self._audit_generation == watch.generation:
             self._audit_generation = None
             self._audited.add(watch.generation)
-            if await self._audit(watch):
+            verdict, counts = await self._audit(watch)
+            if verdict != "checked":
                 return
         if watch.leader:
-            reason = watch.check(await self._partition_counts(watch.watched))
+            if counts is None or not watch.watched <= counts.keys():  # the audit's are as fresh
+                counts = await self._partition_counts(watch.watched)
+            reason = watch.check(counts)
             if reason is not None and self.watch is watch:
                 self._rejoin(reason)
 
@@ -120,11 +132,19 @@ class LeaderDuties:
             self._audit_generation = watch.generation
         self._wake.set()
 
-    async def _audit(self, watch: MetadataWatch) -> bool:
-        """Rejoin if a partition this member is responsible for is owned by nobody; True if it did."""
+    async def _audit(self, watch: MetadataWatch) -> tuple[AuditVerdict, dict[str, int] | None]:
+        """Rejoin if a partition this member is responsible for is owned by nobody.
+
+        Also says whether the leader's metadata check should follow, with the partition counts read
+        (None if none were): not after a rejoin, and not while the group is rebalancing. That rebalance
+        assigns from metadata read after it began, and its generation gets an audit of its own; a check
+        against this generation's counts would only ask for one more rebalance.
+        """
         view = await self._describe()
-        if view is None or view.state != "Stable" or self.watch is not watch:
-            return False
+        if view is None:
+            return "checked", None  # the coordinator did not say: the metadata check still runs
+        if view.state != "Stable" or self.watch is not watch:
+            return "rebalancing", None
         topics = watch.watched if watch.leader else self._own_topics()
         counts = await self._partition_counts(frozenset(topics))
         # A cooperative generation leaves moving partitions unassigned for one round; their old owner
@@ -134,5 +154,5 @@ class LeaderDuties:
         if reason is not None and self.watch is watch:
             watch.reported = True
             self._rejoin(reason)
-            return True
-        return False
+            return "rejoined", counts
+        return "checked", counts

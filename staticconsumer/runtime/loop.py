@@ -158,10 +158,10 @@ class MembershipLoop:
         self._version_caps = dict(version_caps or {})
         self._refresh_seconds = metadata_refresh_ms / 1000
         self._metadata = TopicMetadata(
-            lambda topics: _aiokafka.topic_partitions(self._client, topics),
-            max_age=self._refresh_seconds,
-            now=self.now,
+            lambda topics: _aiokafka.topic_partitions(self._client, topics), now=self.now
         )
+        self._rebalance_began: float | None = None
+        """When this member sent the first JoinGroup since its last assignment."""
         self.duties = LeaderDuties(
             own_topics=lambda: self._topics.topics,
             refresh_interval=self._refresh_seconds,
@@ -351,6 +351,7 @@ class MembershipLoop:
     def _dispatch(self, action: actions.Action) -> None:
         if isinstance(action, actions.SendJoinGroup):
             action = self.joining(action)
+            self._rejoining()
         spec = REQUESTS.get(type(action))
         if spec is not None:
             self._spawn(lambda: self._request(action, spec))
@@ -465,7 +466,8 @@ class MembershipLoop:
         try:
             assignor = self._assignors[name]
             members = decode_members(a.members)
-            metadata = await self._metadata.recent(a.group_topics)  # checked by the audit that follows
+            began = self.now() if self._rebalance_began is None else self._rebalance_began
+            metadata = await self._metadata.read_since(began, a.group_topics)
             topics = topic_infos(metadata)
             self.duties.leader_elected(
                 a.generation, a.group_topics, {topic: info.partitions for topic, info in topics.items()}
@@ -476,6 +478,21 @@ class MembershipLoop:
             self.post(events.AssignmentFailed(now=self.now(), generation=a.generation, error=error))
             return
         self.post(events.AssignmentComputed(now=self.now(), generation=a.generation, assignments=encoded))
+
+    def _rejoining(self) -> None:
+        """The last generation's leader will most likely lead the next: it reads the group's topics now,
+        while the JoinGroup barrier waits for the other members, not after it lifts."""
+        if self._rebalance_began is None:
+            self._rebalance_began = self.now()
+        led = self.duties.led
+        if led and not self._consumer_protocol and not self._metadata.reading(led):
+            self._spawn(lambda: self._read_ahead(led))
+
+    async def _read_ahead(self, topics: frozenset[str]) -> None:
+        try:
+            await self._metadata.fresh(topics)
+        except Exception as error:  # the assignment reads again
+            log.info("reading the group's topics ahead of the assignment failed: %r", error)
 
     # -- ownership, carried out by the application ------------------------------------------------
 
@@ -503,6 +520,7 @@ class MembershipLoop:
 
     async def _take(self, a: actions.PartitionsAssigned) -> None:
         """Committed offsets first (here, on the coordinator connection), then the application fetches."""
+        self._rebalance_began = None
         try:
             committed = await self._fetch_committed(a.partitions) if a.partitions else {}
         except StaticConsumerError as error:

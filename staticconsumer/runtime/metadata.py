@@ -1,17 +1,20 @@
-"""The group's topics as the membership client last read them: the leader assigns from this.
+"""The group's topics as the membership client reads them, so the leader's read is off the critical path.
 
-A leader that asked the cluster for its group's topics before every assignment put a Metadata round trip
-between the moment the group's JoinGroup barrier lifts and the moment every member may fetch again; in a
-group of twelve on two cores that round trip was a third of the time partitions were unowned. Java's
-leader assigns from its metadata cache, refreshed at least every ``metadata.max.age.ms``, and rejoins
-when a refresh shows the assignment was computed from stale partitions. This does the same: the leader's
-duties read fresh metadata (periodically, and in the audit once each generation is stable) and compare it
-with what the assignment used, so partitions added since the last read are assigned one rebalance later,
-never lost.
+A leader that asked the cluster for its group's topics after the JoinGroup answer put a Metadata round
+trip between the moment the group's barrier lifts and the moment every member may fetch again (all of
+them wait for the leader's SyncGroup); in a group of twelve on two cores that was a third of the time
+partitions went unowned in a rebalance. Reusing an older read instead (Java's leader assigns from its
+metadata cache) costs a second rebalance whenever another member rejoined because it saw the topics
+change (the audit): the leader's old read does not have the change yet.
+
+So the last generation's leader starts its read as it rejoins, while the barrier holds (the members it
+waits for take far longer than a Metadata round trip), and assigns from that read, or from any read that
+began after the rebalance did: every change seen before the rebalance started is in it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from staticconsumer._aiokafka import PartitionReplicas
@@ -20,31 +23,55 @@ TopicReplicas = dict[str, list[PartitionReplicas]]
 Reader = Callable[[frozenset[str]], Awaitable[TopicReplicas]]
 
 
-class TopicMetadata:
-    """The last read of some topics' partitions, reused while younger than ``max_age`` seconds."""
+class _Read:
+    """One read: when it began, the topics it asked for, and its answer (None if it failed)."""
 
-    def __init__(self, read: Reader, *, max_age: float, now: Callable[[], float]) -> None:
+    __slots__ = ("answer", "began", "topics")
+
+    def __init__(self, began: float, topics: frozenset[str]) -> None:
+        self.began = began
+        self.topics = topics
+        self.answer: asyncio.Future[TopicReplicas | None] = asyncio.get_running_loop().create_future()
+
+
+class TopicMetadata:
+    """Reads of some topics' partitions, the last one kept, the one in flight awaitable."""
+
+    def __init__(self, read: Reader, *, now: Callable[[], float]) -> None:
         self._read = read
-        self._max_age = max_age
         self._now = now
-        self._last: TopicReplicas = {}
-        self._read_at: float | None = None
+        self._last: _Read | None = None
+        self._in_flight: _Read | None = None
 
     async def fresh(self, topics: frozenset[str]) -> TopicReplicas:
-        """Ask the cluster now, and remember the answer."""
-        read_at = self._now()
-        metadata = await self._read(topics)
-        self._last, self._read_at = metadata, read_at
+        """Ask the cluster now; the answer is kept for :meth:`read_since`."""
+        attempt = _Read(self._now(), topics)
+        self._in_flight = attempt
+        try:
+            metadata = await self._read(topics)
+        except BaseException:
+            attempt.answer.set_result(None)
+            raise
+        finally:
+            if self._in_flight is attempt:
+                self._in_flight = None
+        attempt.answer.set_result(metadata)
+        if self._last is None or attempt.began >= self._last.began:
+            self._last = attempt
         return metadata
 
-    async def recent(self, topics: frozenset[str]) -> TopicReplicas:
-        """The last answer if it is young enough and names every one of ``topics``; else :meth:`fresh`.
+    def reading(self, topics: frozenset[str]) -> bool:
+        """Whether a read of (at least) ``topics`` is in flight."""
+        return self._in_flight is not None and topics <= self._in_flight.topics
 
-        A topic missing from the last answer (not created yet, or not visible) is always asked for
-        again: it may exist by now, and an assignment without it would leave it unconsumed until the
-        next refresh.
-        """
-        read_at = self._read_at
-        if read_at is not None and self._now() - read_at < self._max_age and topics <= self._last.keys():
-            return {topic: self._last[topic] for topic in topics}
+    async def read_since(self, began: float, topics: frozenset[str]) -> TopicReplicas:
+        """Metadata of ``topics`` from a read that began at or after ``began``: the one in flight (awaited),
+        else the last one, else a new one. A read names the topics it asked for, so a topic missing from
+        its answer did not exist then, which is after ``began``."""
+        for attempt in (self._in_flight, self._last):
+            if attempt is None or attempt.began < began or not topics <= attempt.topics:
+                continue
+            metadata = await asyncio.shield(attempt.answer)
+            if metadata is not None:
+                return {topic: metadata[topic] for topic in topics if topic in metadata}
         return await self.fresh(topics)

@@ -53,8 +53,10 @@ class FakeCluster:
         self.view = view
         self.rejoins: list[str] = []
         self.describes = 0
+        self.reads = 0
 
     async def partition_counts(self, topics: frozenset[str]) -> dict[str, int]:
+        self.reads += 1
         return {t: n for t, n in self.counts.items() if t in topics}
 
     async def describe(self) -> GroupView | None:
@@ -129,6 +131,29 @@ async def test_no_audit_verdict_while_the_group_is_rebalancing() -> None:
     assert cluster.rejoins == []
 
 
+async def test_a_leader_checks_no_metadata_while_the_group_is_rebalancing() -> None:
+    """That rebalance assigns from metadata read after it began: a check against the old generation's
+    counts would only add a rebalance after it."""
+    cluster = FakeCluster({"a": 2}, view(("l", {"a"}, [TP("a", 0), TP("a", 1)]), state="PreparingRebalance"))
+    duties = cluster.duties(frozenset({"a"}))
+    duties.leader_elected(5, frozenset({"a"}), {"a": 2})
+    duties.assigned(5, leading=True)
+    cluster.counts["a"] = 3
+    await duties.step()
+    assert cluster.rejoins == []
+    assert cluster.reads == 0
+
+
+async def test_the_leaders_check_reuses_the_audits_partition_counts() -> None:
+    cluster = FakeCluster({"a": 2}, view(("l", {"a"}, [TP("a", 0), TP("a", 1)])))
+    duties = cluster.duties(frozenset({"a"}))
+    duties.leader_elected(5, frozenset({"a"}), {"a": 2})
+    duties.assigned(5, leading=True)
+    await duties.step()
+    assert cluster.reads == 1, "one Metadata read for the audit and the check"
+    assert cluster.rejoins == []
+
+
 async def test_guessed_leadership_takes_up_the_duties() -> None:
     cluster = FakeCluster(
         {"a": 2, "b": 1}, view(("pod-0-x", {"a"}, [TP("a", 0), TP("a", 1)]), ("f", {"b"}, [TP("b", 0)]))
@@ -164,3 +189,17 @@ async def test_audit_is_skipped_when_describe_fails() -> None:
     await duties.step()
     assert cluster.rejoins == []
     assert cluster.describes == 1
+
+
+def test_the_last_generations_leader_remembers_what_it_led_across_the_rebalance() -> None:
+    """What the loop reads ahead as the member rejoins: kept while the member rebalances (membership is
+    lost at an eager revoke), forgotten once it follows a generation."""
+    cluster = FakeCluster({"a": 2, "b": 2}, None)
+    duties = cluster.duties(frozenset({"a"}))
+    assert duties.led == frozenset()
+    duties.leader_elected(3, frozenset({"a", "b"}), {"a": 2, "b": 2})
+    duties.assigned(3, leading=True)
+    duties.membership_lost()
+    assert duties.led == {"a", "b"}
+    duties.assigned(4, leading=False)
+    assert duties.led == frozenset()

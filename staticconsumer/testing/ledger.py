@@ -119,8 +119,11 @@ class Ledger:
     def verdict(self) -> Verdict:
         missing = self.missing()
         with self._lock:
-            steps_back = [
-                (Backwards(partition, before, after, at), served_before == served_after)
+            steps_back = [  # a sample with no coordinator named is compared with every other
+                (
+                    Backwards(partition, before, after, at),
+                    None in (served_before, served_after) or served_before == served_after,
+                )
                 for partition, samples in self.commits.items()
                 for (_, before, served_before), (at, after, served_after) in itertools.pairwise(samples)
                 if after < before

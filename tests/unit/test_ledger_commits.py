@@ -46,3 +46,14 @@ def test_samples_without_a_coordinator_are_all_compared() -> None:
     ledger.committed({P0: 5}, at=1.0)
     ledger.committed({P0: 4}, at=2.0)
     assert ledger.verdict().backwards == [Backwards(P0, 5, 4, 2.0)]
+
+
+def test_a_sample_without_a_coordinator_never_excuses_a_step_back() -> None:
+    """Tests that sample by hand (``committed(await sampler.sample())``) may mix with the sampler's own
+    samples: only two named, different coordinators make a step back a failover artifact."""
+    ledger = Ledger()
+    ledger.committed({P0: 5}, at=1.0, coordinator=1)
+    ledger.committed({P0: 4}, at=2.0)
+    ledger.committed({P0: 3}, at=3.0, coordinator=2)
+    assert ledger.verdict().backwards == [Backwards(P0, 5, 4, 2.0), Backwards(P0, 4, 3, 3.0)]
+    assert ledger.verdict().back_across_failover == []

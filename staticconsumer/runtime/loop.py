@@ -6,8 +6,7 @@ Requests and callbacks run as child tasks of one task group (``asyncio.TaskGroup
 events, so the loop never blocks on the network or on the application, and nothing outlives ``run()``.
 The standard library's structured concurrency, not anyio's: this thread always runs asyncio, and
 anyio's asyncio backend took ~15 ms of CPU to import on the membership thread, on the path of every
-restart. The loop runs on the
-membership thread (thread.py); it is not thread-safe itself.
+restart. The loop runs on the membership thread (thread.py); it is not thread-safe itself.
 """
 
 from __future__ import annotations

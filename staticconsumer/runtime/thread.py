@@ -90,7 +90,7 @@ waits for the application after a poll timeout rejoins as soon as it polls again
 
 POLL_REPORT_SHARE = 0.01
 """...and at most this share of ``max.poll.interval.ms``, so the poll deadline the machine keeps is never
-more than 1 % early (3 s of 300 s by default would still be 1 s)."""
+more than 1 % early (with the default 300 s, 1 % is 3 s, so the 1 s cap applies)."""
 
 APPLICATION_WATCH_SECONDS = 1.0
 """How often the membership thread checks that the application's event loop still exists."""

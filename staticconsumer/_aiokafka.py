@@ -607,6 +607,35 @@ def fetch_partitions(consumer: Any, partitions: list[Any], topics: frozenset[str
     track_topics(consumer, topics)
 
 
+async def warm_fetcher(consumer: Any, topics: frozenset[str]) -> None:
+    """Before the first assignment: load ``topics``' metadata into the fetcher and connect to their
+    partitions' leaders, while the membership joins on its own thread.
+
+    Otherwise the first fetch after SyncGroup waits for a Metadata request (the topics are new to the
+    fetcher) and then for a new connection (TCP, ApiVersions) to each leader: ~10 ms a restarting
+    static member paid between knowing its positions and its first record. aiokafka serialises
+    connection attempts, so a fetch that comes while one is under way uses it rather than opening a
+    second. Best effort: what fails here the fetch path retries and reports as it always did.
+    """
+    from aiokafka.structs import TopicPartition as KafkaTopicPartition
+
+    client = consumer._client
+    if not topics:
+        return
+    wanted = {tp.topic for tp in consumer.assignment()} | set(topics)
+    if wanted - client._topics:
+        await client.set_topics(wanted)
+    cluster = client.cluster
+    leaders = {
+        cluster.leader_for_partition(KafkaTopicPartition(topic, partition))
+        for topic in topics
+        for partition in cluster.partitions_for_topic(topic) or ()
+    }
+    await asyncio.gather(
+        *(client.ready(node) for node in leaders if node is not None and node >= 0), return_exceptions=True
+    )
+
+
 def fetcher_client(consumer: Any) -> Any:
     """The ``AIOKafkaClient`` inside an ``AIOKafkaConsumer`` (it fetches over its own connections)."""
     return consumer._client

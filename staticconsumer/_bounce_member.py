@@ -129,6 +129,7 @@ def trace_wire() -> None:
                 return await waiter
             finally:
                 fields = {"api": api, "v": version[0] if version else None, "broker": f"{self._port}"}
+                fields["thread"] = threading.current_thread().name
                 say("wire", sent=sent, took=time.time() - sent, **fields)
 
         return answered()
@@ -138,7 +139,13 @@ def trace_wire() -> None:
         try:
             return await original_create(host, port, *args, **kwargs)
         finally:
-            say("connect", sent=began, took=time.time() - began, broker=str(port))
+            say(
+                "connect",
+                sent=began,
+                took=time.time() - began,
+                broker=str(port),
+                thread=threading.current_thread().name,
+            )
 
     connection.send = send
     aiokafka.conn.create_conn = create_conn

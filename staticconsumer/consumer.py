@@ -125,6 +125,8 @@ class StaticConsumer:
         self._fetcher: AIOKafkaConsumer | None = None
         self._monitor: ConnectionMonitor | None = None
         self._monitor_task: asyncio.Task[None] | None = None
+        self._warm_task: asyncio.Task[None] | None = None
+        """Connects the fetcher to its topics' leaders while the group is joined (``start()``)."""
         self._membership: MembershipThread | None = None
         self._identity: tuple[str, str] | None = None
         self._stopping = False
@@ -238,6 +240,10 @@ class StaticConsumer:
             self._monitor.watch(client)
             self._monitor_task = asyncio.create_task(self._monitor.run(client))
             await self._partitions.attach(fetcher)
+            if self._subscription.pattern is None:  # a pattern's topics are known only once matched
+                self._warm_task = asyncio.create_task(
+                    _aiokafka.warm_fetcher(fetcher, self._subscription.names)
+                )
         except BaseException:
             await self._shut_down(leave_group=False)
             raise
@@ -294,10 +300,12 @@ class StaticConsumer:
             self._partitions.stop_fetching(None)
             monitor, task = self._monitor, self._monitor_task
             self._monitor, self._monitor_task = None, None
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+            for background in (task, self._warm_task):
+                if background is not None:
+                    background.cancel()
+                    with contextlib.suppress(BaseException):
+                        await background
+            self._warm_task = None
             if self._fetcher is not None:
                 with contextlib.suppress(Exception):
                     await self._fetcher.stop()

@@ -60,3 +60,62 @@ async def test_an_assigned_topic_new_to_the_client_is_refreshed(fetcher: Any) ->
     assert fetcher.assignment() == {payments}
     assert fetcher._client._topics == {"orders", "payments"}
     assert len(fetcher.refreshes) == 1  # its leaders must be known before it can be fetched
+
+
+def _cluster_answer(leaders: dict[tuple[str, int], int]) -> Any:
+    """A Metadata v0 answer naming brokers 1-3 and each partition's leader."""
+    from aiokafka.protocol.metadata import MetadataResponse_v0
+
+    topics: dict[str, list[tuple[int, int, int, list[int], list[int]]]] = {}
+    for (topic, partition), leader in leaders.items():
+        topics.setdefault(topic, []).append((0, partition, leader, [leader], [leader]))
+    brokers = [(node, "127.0.0.1", 9000 + node) for node in (1, 2, 3)]
+    return MetadataResponse_v0(brokers, [(0, topic, rows) for topic, rows in topics.items()])
+
+
+async def test_warming_loads_the_subscription_and_connects_to_its_leaders_before_any_assignment(
+    fetcher: Any,
+) -> None:
+    """So the first fetch after SyncGroup waits for neither a Metadata request nor a new connection."""
+    client = fetcher._client
+    answer = _cluster_answer({("orders", 0): 1, ("orders", 1): 2, ("payments", 0): 2})
+
+    def force_metadata_update() -> Any:
+        fetcher.refreshes.append("refresh")
+        client.cluster.update_metadata(answer)
+        done = client._loop.create_future()
+        done.set_result(True)
+        return done
+
+    connected: list[int] = []
+
+    async def ready(node_id: int, **_: Any) -> bool:
+        connected.append(node_id)
+        return True
+
+    client.force_metadata_update = force_metadata_update
+    client.ready = ready
+    await _aiokafka.warm_fetcher(fetcher, frozenset({"orders"}))
+    assert fetcher.refreshes == ["refresh"]
+    assert client._topics == {"orders"}
+    assert sorted(connected) == [1, 2]  # the leaders of orders' partitions; payments is not subscribed
+    assert fetcher.assignment() == set()  # nothing is fetched before the group assigns it
+
+    _aiokafka.fetch_partitions(fetcher, [TopicPartition("orders", 1)], frozenset({"orders"}))
+    assert fetcher.refreshes == ["refresh"]  # the assignment needs no metadata of its own
+
+
+async def test_warming_without_topics_or_leaders_connects_nowhere(fetcher: Any) -> None:
+    connected: list[int] = []
+
+    async def ready(node_id: int, **_: Any) -> bool:
+        connected.append(node_id)
+        return True
+
+    fetcher._client.ready = ready
+    await _aiokafka.warm_fetcher(fetcher, frozenset())
+    assert fetcher.refreshes == []
+    assert connected == []
+    await _aiokafka.warm_fetcher(fetcher, frozenset({"unknown"}))  # metadata names no partition of it
+    assert fetcher.refreshes == ["refresh"]
+    assert connected == []

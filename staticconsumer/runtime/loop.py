@@ -101,6 +101,11 @@ def _claimed(metadata: bytes | None) -> tuple[TopicPartition, ...]:
 KNOWN_COORDINATOR_SECONDS = 5.0
 """How long the coordinator the access check found stands in for the machine's first FindCoordinator."""
 
+PREFETCH_MAX_PARTITIONS = 2_000
+"""Above this many partitions in the subscription, committed offsets are read only for the assignment,
+after SyncGroup: each member reading every partition's offset at every rebalance would cost the
+coordinator more than the round trip it saves."""
+
 
 class _Inbox:
     """The loop's events in arrival order: one reader, never bounded."""
@@ -161,6 +166,9 @@ class MembershipLoop:
         )
         self._rebalance_began: float | None = None
         """When this member sent the first JoinGroup since its last assignment."""
+        self._prefetch: tuple[int, asyncio.Future[Mapping[TopicPartition, int] | None]] | None = None
+        """Committed offsets of the subscription, read once the generation was joined (see
+        :meth:`_prefetch_committed`): the generation and the answer (None if that read failed)."""
         self.duties = LeaderDuties(
             own_topics=lambda: self._topics.topics,
             refresh_interval=self._refresh_seconds,
@@ -354,6 +362,8 @@ class MembershipLoop:
         spec = REQUESTS.get(type(action))
         if spec is not None:
             self._spawn(lambda: self._request(action, spec))
+            if isinstance(action, actions.SendSyncGroup):
+                self._prefetch_committed(action.generation)
         elif isinstance(action, actions.DisconnectCoordinator):
             log.info("coordinator unknown: %s", action.reason)
             if self._coordinator is not None:
@@ -364,6 +374,7 @@ class MembershipLoop:
                 self.duties.leader_elected(action.generation, action.group_topics, None)
         elif isinstance(action, actions.RunAssignor):
             self._spawn(lambda: self._assign(action))
+            self._prefetch_committed(action.generation)
         elif isinstance(action, actions.LeadershipGuessed):
             log.info(
                 "JoinGroup below v9 named %s leader of generation %d; it carries our instance id, "
@@ -486,6 +497,9 @@ class MembershipLoop:
         led = self.duties.led
         if led and not self._consumer_protocol and not self._metadata.reading(led):
             self._spawn(lambda: self._read_ahead(led))
+        own = self._topics.topics
+        if own and not self._consumer_protocol and not self._metadata.covers(own):
+            self._spawn(lambda: self._read_ahead(own))  # the partitions _prefetch_committed asks for
 
     async def _read_ahead(self, topics: frozenset[str]) -> None:
         try:
@@ -517,11 +531,63 @@ class MembershipLoop:
             log.exception("giving up %d lost partitions failed in the application", len(a.partitions))
         self._finished(a.callback_id)
 
+    def _prefetch_committed(self, generation: int) -> None:
+        """Read the committed offsets of every partition of the subscription as soon as ``generation`` is
+        joined, while SyncGroup (and, for the leader, the assignment) is still on its way.
+
+        Otherwise OffsetFetch follows SyncGroup, and every member's assigned callback (so its first
+        fetch) waits one round trip more, in the one interval of a rebalance in which no partition has
+        an owner. Reading before SyncGroup answers is as safe as after it: the JoinGroup answer comes
+        once the barrier has lifted, so every member giving a partition up (eager: all of them; a
+        cooperative revoke: in the previous round) committed before it rejoined, on the connection its
+        JoinGroup then took, and the coordinator refuses commits from the old generation from then on.
+        Partitions the last metadata read did not know (a topic just grown) are read after SyncGroup as
+        before; so is everything when this read fails or the subscription is above
+        :data:`PREFETCH_MAX_PARTITIONS`.
+        """
+        if self._prefetch is not None and self._prefetch[0] == generation:
+            return
+        known = self._metadata.known(self._topics.topics)
+        partitions = frozenset(
+            TopicPartition(topic, row.partition) for topic, rows in known.items() for row in rows
+        )
+        if not partitions or len(partitions) > PREFETCH_MAX_PARTITIONS:
+            return
+        answer: asyncio.Future[Mapping[TopicPartition, int] | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._prefetch = (generation, answer)
+
+        async def prefetch() -> None:
+            try:
+                answer.set_result(await self._fetch_committed(partitions, once=True))
+            except Exception as error:  # read again, with retries, once assigned
+                log.info("reading committed offsets ahead of SyncGroup failed: %r", error)
+            finally:
+                if not answer.done():
+                    answer.set_result(None)
+
+        self._spawn(prefetch)
+
+    async def _committed_of(self, a: actions.PartitionsAssigned) -> Mapping[TopicPartition, int]:
+        """The committed offsets of ``a.partitions``: from the read made when the generation was joined,
+        the rest (if any) asked for now."""
+        prefetch, self._prefetch = self._prefetch, None
+        committed: dict[TopicPartition, int] = {}
+        if prefetch is not None and prefetch[0] == a.generation:
+            answer = await prefetch[1]
+            if answer is not None:
+                committed = {tp: answer[tp] for tp in a.partitions if tp in answer}
+        missing = a.partitions - committed.keys()
+        if missing:
+            committed.update(await self._fetch_committed(frozenset(missing)))
+        return committed
+
     async def _take(self, a: actions.PartitionsAssigned) -> None:
         """Committed offsets first (here, on the coordinator connection), then the application fetches."""
         self._rebalance_began = None
         try:
-            committed = await self._fetch_committed(a.partitions) if a.partitions else {}
+            committed = await self._committed_of(a) if a.partitions else {}
         except StaticConsumerError as error:
             self.post(events.Unrecoverable(now=self.now(), error=error))
             return
@@ -540,16 +606,23 @@ class MembershipLoop:
         self.duties.assigned(a.generation, self.machine.is_leader or self.machine.leadership_guessed)
         self._finished(a.callback_id)
 
-    async def _fetch_committed(self, partitions: frozenset[TopicPartition]) -> Mapping[TopicPartition, int]:
+    async def _fetch_committed(
+        self, partitions: frozenset[TopicPartition], *, once: bool = False
+    ) -> Mapping[TopicPartition, int]:
         return await fetch_committed(
             self._client,
             self.config.group_id,
             partitions,
             coordinator=lambda: self._coordinator,
-            coordinator_moved=lambda: self.post(events.CoordinatorDisconnected(now=self.now())),
+            # a read ahead leaves the machine alone: the assignment's own read reports a moved coordinator
+            coordinator_moved=(lambda: None) if once else self._coordinator_moved,
             backoff=self.machine.backoff,
             request_timeout_ms=self.config.request_timeout_ms,
+            once=once,
         )
+
+    def _coordinator_moved(self) -> None:
+        self.post(events.CoordinatorDisconnected(now=self.now()))
 
     def _commit_completed(self, a: actions.CommitCompleted) -> None:
         if a.commit_id is None:

@@ -60,6 +60,21 @@ class TopicMetadata:
             self._last = attempt
         return metadata
 
+    def known(self, topics: frozenset[str]) -> TopicReplicas:
+        """What the last finished read said of ``topics`` (those it asked for and found), at once; never
+        a request. Empty before the first read."""
+        last = self._last
+        if last is None or not last.answer.done():
+            return {}
+        metadata = last.answer.result()
+        if metadata is None:
+            return {}
+        return {topic: metadata[topic] for topic in topics & last.topics if topic in metadata}
+
+    def covers(self, topics: frozenset[str]) -> bool:
+        """Whether the last read, or the one in flight, asked for every one of ``topics``."""
+        return any(read is not None and topics <= read.topics for read in (self._last, self._in_flight))
+
     def reading(self, topics: frozenset[str]) -> bool:
         """Whether a read of (at least) ``topics`` is in flight."""
         return self._in_flight is not None and topics <= self._in_flight.topics

@@ -55,8 +55,10 @@ async def fetch_committed(
     coordinator_moved: Callable[[], None],
     backoff: Backoff,
     request_timeout_ms: int,
+    once: bool = False,
 ) -> Mapping[TopicPartition, int]:
-    """Committed offset per partition (-1: none). Retries until it succeeds; cancel to give up."""
+    """Committed offset per partition (-1: none). Retries until it succeeds (cancel to give up), or with
+    ``once``, raises what the one attempt met."""
     attempts = 0
     while True:
         try:
@@ -95,6 +97,8 @@ async def fetch_committed(
         except StaticConsumerError:
             raise
         except Exception as error:  # retriable answers, timeouts, and aiokafka's connection errors
+            if once:
+                raise
             attempts += 1
             log.info("OffsetFetch attempt %d for group %s failed: %r", attempts, group_id, error)
             await asyncio.sleep(backoff.seconds(attempts))

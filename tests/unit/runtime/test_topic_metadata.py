@@ -110,3 +110,30 @@ async def test_a_topic_asked_for_but_absent_does_not_exist_and_is_not_asked_agai
     await metadata.fresh(frozenset({"orders", "refunds"}))
     assert counts(await metadata.read_since(clock.now, frozenset({"orders", "refunds"}))) == {"orders": 4}
     assert len(cluster.reads) == 1
+
+
+async def test_known_is_the_last_finished_read_and_never_asks() -> None:
+    cluster = Cluster({"orders": 3, "payments": 2})
+    metadata = TopicMetadata(cluster.read, now=Clock())
+    assert metadata.known(frozenset({"orders"})) == {}
+    assert not metadata.covers(frozenset({"orders"}))
+    await metadata.fresh(frozenset({"orders", "missing"}))
+    assert counts(metadata.known(frozenset({"orders", "payments", "missing"}))) == {"orders": 3}
+    assert metadata.covers(frozenset({"orders"}))
+    assert not metadata.covers(frozenset({"orders", "payments"}))
+    assert cluster.reads == [frozenset({"orders", "missing"})]
+
+
+async def test_known_after_a_failed_read_is_empty_and_a_read_in_flight_covers() -> None:
+    cluster = Cluster({"orders": 3})
+    metadata = TopicMetadata(cluster.read, now=Clock())
+    cluster.hold = asyncio.Event()
+    cluster.fail = True
+    reading = asyncio.ensure_future(metadata.fresh(frozenset({"orders"})))
+    await asyncio.sleep(0)
+    assert metadata.covers(frozenset({"orders"}))  # asked for already: no second read is started
+    assert metadata.known(frozenset({"orders"})) == {}
+    cluster.hold.set()
+    with pytest.raises(ConnectionError):
+        await reading
+    assert metadata.known(frozenset({"orders"})) == {}

@@ -1,0 +1,113 @@
+"""Committed offsets are read once a generation is joined, beside SyncGroup, so the assigned callback
+(and the first fetch) waits for no OffsetFetch after SyncGroup; only what that read could not answer is
+read after it, and a read of another generation is never used."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import pytest
+from runtime_loops import loop_for
+
+from staticconsumer._aiokafka import PartitionReplicas
+from staticconsumer.membership import RebalanceProtocol, TopicPartition, actions
+from staticconsumer.runtime import loop as loop_module
+from staticconsumer.runtime.loop import MembershipLoop
+
+
+class Coordinator:
+    """Answers OffsetFetch from ``offsets`` (-1 for a partition never committed) and records each read."""
+
+    def __init__(self, offsets: dict[TopicPartition, int]) -> None:
+        self.offsets = offsets
+        self.reads: list[tuple[frozenset[TopicPartition], bool]] = []
+        self.fail_once = False
+
+    async def fetch(
+        self, partitions: frozenset[TopicPartition], *, once: bool = False
+    ) -> Mapping[TopicPartition, int]:
+        self.reads.append((partitions, once))
+        if once and self.fail_once:
+            raise ConnectionError("coordinator connection lost")
+        return {tp: self.offsets.get(tp, -1) for tp in partitions}
+
+
+def tp(partition: int) -> TopicPartition:
+    return TopicPartition("t", partition)
+
+
+async def joined_loop(partitions: int, coordinator: Coordinator) -> MembershipLoop:
+    """A loop subscribed to ``t``, whose last metadata read found ``partitions`` partitions of it."""
+    loop = loop_for(RebalanceProtocol.EAGER)
+
+    async def read(topics: frozenset[str]) -> dict[str, list[PartitionReplicas]]:
+        return {"t": [PartitionReplicas(p, frozenset()) for p in range(partitions)]}
+
+    loop._metadata._read = read
+    await loop._metadata.fresh(frozenset({"t"}))
+    loop._fetch_committed = coordinator.fetch  # type: ignore[method-assign]
+    return loop
+
+
+def assigned(generation: int, *partitions: int) -> actions.PartitionsAssigned:
+    new = frozenset(tp(p) for p in partitions)
+    return actions.PartitionsAssigned(callback_id=1, partitions=new, generation=generation, owned=new)
+
+
+async def prefetched_then_assigned(
+    loop: MembershipLoop, joined: int, assignment: actions.PartitionsAssigned
+) -> Mapping[TopicPartition, int]:
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._prefetch_committed(joined)
+        loop._prefetch_committed(joined)  # RunAssignor, then SendSyncGroup: one read per generation
+        return await loop._committed_of(assignment)
+
+
+async def test_the_assignment_takes_the_offsets_read_when_the_generation_was_joined() -> None:
+    coordinator = Coordinator({tp(1): 40, tp(3): 70})
+    loop = await joined_loop(4, coordinator)
+    committed = await prefetched_then_assigned(loop, 5, assigned(5, 1, 2, 3))
+    assert committed == {tp(1): 40, tp(2): -1, tp(3): 70}
+    assert coordinator.reads == [(frozenset(tp(p) for p in range(4)), True)]  # nothing after SyncGroup
+
+
+async def test_partitions_the_metadata_did_not_know_are_read_after_sync_group() -> None:
+    coordinator = Coordinator({tp(5): 9})
+    loop = await joined_loop(4, coordinator)  # the topic grew to 6 partitions after the last read
+    committed = await prefetched_then_assigned(loop, 5, assigned(5, 0, 5))
+    assert committed == {tp(0): -1, tp(5): 9}
+    assert coordinator.reads[1:] == [(frozenset({tp(5)}), False)]
+
+
+async def test_a_read_from_another_generation_is_not_used() -> None:
+    coordinator = Coordinator({tp(0): 3})
+    loop = await joined_loop(2, coordinator)
+    committed = await prefetched_then_assigned(loop, 5, assigned(6, 0))
+    assert committed == {tp(0): 3}
+    assert (frozenset({tp(0)}), False) in coordinator.reads  # read for generation 6 itself
+    assert len(coordinator.reads) == 2
+
+
+async def test_a_failed_read_ahead_is_read_again_with_retries_once_assigned() -> None:
+    coordinator = Coordinator({tp(0): 3})
+    coordinator.fail_once = True
+    loop = await joined_loop(2, coordinator)
+    committed = await prefetched_then_assigned(loop, 5, assigned(5, 0, 1))
+    assert committed == {tp(0): 3, tp(1): -1}
+    assert coordinator.reads[1:] == [(frozenset({tp(0), tp(1)}), False)]
+
+
+async def test_no_read_ahead_without_metadata_or_above_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    coordinator = Coordinator({})
+    loop = loop_for(RebalanceProtocol.EAGER)  # no metadata read yet
+    loop._fetch_committed = coordinator.fetch  # type: ignore[method-assign]
+    await prefetched_then_assigned(loop, 5, assigned(5, 0))
+    assert coordinator.reads == [(frozenset({tp(0)}), False)]
+
+    monkeypatch.setattr(loop_module, "PREFETCH_MAX_PARTITIONS", 3)
+    coordinator = Coordinator({})
+    loop = await joined_loop(4, coordinator)
+    await prefetched_then_assigned(loop, 5, assigned(5, 0))
+    assert coordinator.reads == [(frozenset({tp(0)}), False)]

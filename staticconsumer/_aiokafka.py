@@ -584,14 +584,17 @@ async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeA
             del client.bootstrap  # the class's own again, for any later re-bootstrap
 
 
-def track_topics(consumer: Any, topics: frozenset[str]) -> None:
+def track_topics(consumer: Any, topics: frozenset[str]) -> asyncio.Future[Any] | None:
     """Keep ``topics`` (the subscription) in the fetcher's metadata besides its assigned partitions'
-    topics, as a subscribed aiokafka consumer does, so ``partitions_for_topic`` knows them."""
+    topics, as a subscribed aiokafka consumer does, so ``partitions_for_topic`` knows them. Returns the
+    metadata refresh this asked for (done at once when no topic is new), or None if nothing changed."""
     client = consumer._client
     assigned = {tp.topic for tp in consumer.assignment()}
     wanted = assigned | set(topics)
     if wanted and wanted != client._topics:
-        client.set_topics(wanted)
+        refreshed: asyncio.Future[Any] = client.set_topics(wanted)
+        return refreshed
+    return None
 
 
 def fetch_partitions(consumer: Any, partitions: list[Any], topics: frozenset[str]) -> None:
@@ -619,12 +622,12 @@ async def warm_fetcher(consumer: Any, topics: frozenset[str]) -> None:
     """
     from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
-    client = consumer._client
     if not topics:
         return
-    wanted = {tp.topic for tp in consumer.assignment()} | set(topics)
-    if wanted - client._topics:
-        await client.set_topics(wanted)
+    client = consumer._client
+    refreshed = track_topics(consumer, topics)
+    if refreshed is not None:
+        await refreshed
     cluster = client.cluster
     leaders = {
         cluster.leader_for_partition(KafkaTopicPartition(topic, partition))

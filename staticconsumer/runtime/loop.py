@@ -491,15 +491,20 @@ class MembershipLoop:
 
     def _rejoining(self) -> None:
         """The last generation's leader will most likely lead the next: it reads the group's topics now,
-        while the JoinGroup barrier waits for the other members, not after it lifts."""
+        while the JoinGroup barrier waits for the other members, not after it lifts. A member that has
+        never read its own topics reads them too, for :meth:`_prefetch_committed` (once: any later read
+        of them, the leader's or the audit's, keeps them known)."""
         if self._rebalance_began is None:
             self._rebalance_began = self.now()
+        if self._consumer_protocol:
+            return
         led = self.duties.led
-        if led and not self._consumer_protocol and not self._metadata.reading(led):
-            self._spawn(lambda: self._read_ahead(led))
+        ahead = led if led and not self._metadata.reading(led) else frozenset()
+        if ahead:
+            self._spawn(lambda: self._read_ahead(ahead))
         own = self._topics.topics
-        if own and not self._consumer_protocol and not self._metadata.covers(own):
-            self._spawn(lambda: self._read_ahead(own))  # the partitions _prefetch_committed asks for
+        if own and not own <= ahead and not self._metadata.covers(own):
+            self._spawn(lambda: self._read_ahead(own))
 
     async def _read_ahead(self, topics: frozenset[str]) -> None:
         try:

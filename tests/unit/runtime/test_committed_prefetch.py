@@ -22,13 +22,13 @@ class Coordinator:
     def __init__(self, offsets: dict[TopicPartition, int]) -> None:
         self.offsets = offsets
         self.reads: list[tuple[frozenset[TopicPartition], bool]] = []
-        self.fail_once = False
+        self.fail_read_ahead = False
 
     async def fetch(
         self, partitions: frozenset[TopicPartition], *, once: bool = False
     ) -> Mapping[TopicPartition, int]:
         self.reads.append((partitions, once))
-        if once and self.fail_once:
+        if once and self.fail_read_ahead:
             raise ConnectionError("coordinator connection lost")
         return {tp: self.offsets.get(tp, -1) for tp in partitions}
 
@@ -92,7 +92,7 @@ async def test_a_read_from_another_generation_is_not_used() -> None:
 
 async def test_a_failed_read_ahead_is_read_again_with_retries_once_assigned() -> None:
     coordinator = Coordinator({tp(0): 3})
-    coordinator.fail_once = True
+    coordinator.fail_read_ahead = True
     loop = await joined_loop(2, coordinator)
     committed = await prefetched_then_assigned(loop, 5, assigned(5, 0, 1))
     assert committed == {tp(0): 3, tp(1): -1}
@@ -111,3 +111,30 @@ async def test_no_read_ahead_without_metadata_or_above_the_bound(monkeypatch: py
     loop = await joined_loop(4, coordinator)
     await prefetched_then_assigned(loop, 5, assigned(5, 0))
     assert coordinator.reads == [(frozenset({tp(0)}), False)]
+
+
+async def test_rejoining_reads_the_own_topics_once_and_not_beside_the_leaders_read_of_them() -> None:
+    loop = loop_for(RebalanceProtocol.EAGER)
+    reads: list[frozenset[str]] = []
+
+    async def read(topics: frozenset[str]) -> dict[str, list[PartitionReplicas]]:
+        reads.append(topics)
+        return {t: [PartitionReplicas(0, frozenset())] for t in topics}
+
+    loop._metadata._read = read
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop.duties.led = frozenset({"t", "u"})  # the last generation's leader: its read covers "t"
+        loop._rejoining()
+    assert reads == [frozenset({"t", "u"})]
+
+    loop = loop_for(RebalanceProtocol.EAGER)
+    reads.clear()
+    loop._metadata._read = read
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._rejoining()  # a follower that never read its topics
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._rejoining()  # known now: not read again
+    assert reads == [frozenset({"t"})]

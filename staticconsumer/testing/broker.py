@@ -6,8 +6,9 @@ waits until the broker answers ApiVersions and can create a topic, and always cl
 terminated (then killed), it dies with its parent process, and the temporary directory is removed.
 
 The pieces live in their own modules (``launcher``: versions, Java, ports, the JVM; ``security``: SASL
-and ACLs; ``topics``: topic admin; ``probe``: ApiVersions and coordinators; ``external``: an existing
-cluster); their public names stay importable from here. Several nodes: ``cluster.EmbeddedKafkaCluster``.
+and ACLs; ``tls``: a throwaway CA and the broker's keystore; ``topics``: topic admin; ``probe``:
+ApiVersions and coordinators; ``external``: an existing cluster); their public names stay importable
+from here. Several nodes: ``cluster.EmbeddedKafkaCluster``.
 
 Environment:
   STATICCONSUMER_KAFKA_VERSION    which pinned version to launch (default ``DEFAULT_VERSION``; ``3.9``
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import shutil
+import ssl
 import sys
 import tempfile
 import time
@@ -55,6 +57,7 @@ from staticconsumer.testing.probe import (
     probe_groups,
 )
 from staticconsumer.testing.security import SASL_MECHANISMS, STANDARD_AUTHORIZER, SaslSettings, SaslUsers
+from staticconsumer.testing.tls import TlsMaterial, tls_material
 from staticconsumer.testing.topics import add_partitions, create_acls, create_topics
 
 __all__ = [
@@ -102,6 +105,9 @@ class BrokerSettings:
     heap: str = "1g"
     extra: Mapping[str, str] = field(default_factory=dict)
     sasl: SaslSettings | None = None
+    tls: bool = False
+    """Also listen with TLS on a second port (``EmbeddedKafka.tls_port``): SSL, or SASL_SSL with ``sasl``.
+    The first port and everything the helpers do on it stay as they are without TLS."""
 
     def common_properties(self, replication_factor: int, min_isr: int) -> dict[str, str]:
         """The properties every node shares, with internal topics replicated ``replication_factor`` times."""
@@ -140,12 +146,14 @@ class EmbeddedKafka:
         self.start_timeout = start_timeout
         self.port = 0
         self.controller_port = 0
+        self.tls_port = 0
         self.workdir: Path | None = None
         self.resolve_seconds = 0.0
         self.start_seconds = 0.0
         self._jvm: KafkaProcess | None = None
         self._atexit_registered = False
         self._users = SaslUsers(self.settings.sasl)
+        self._tls: TlsMaterial | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -221,8 +229,22 @@ class EmbeddedKafka:
                     "SASL_PLAINTEXT", f"127.0.0.1:{self.port}", f"127.0.0.1:{self.controller_port}"
                 )
             )
+        if self.settings.tls:
+            self._add_tls_listener(props)
         props.update(self.settings.extra)
         return props
+
+    def _add_tls_listener(self, props: dict[str, str]) -> None:
+        """A second client listener on ``tls_port``: SSL, or SASL_SSL with the same users."""
+        assert self._tls is not None
+        name = self.tls_protocol
+        props.update(self._tls.broker_properties())
+        if self.sasl_enabled:
+            props.update(self._users.listener_logins(name))
+        endpoint = f"{name}://127.0.0.1:{self.tls_port}"
+        props["listeners"] += f",{endpoint}"
+        props["advertised.listeners"] += f",{endpoint}"
+        props["listener.security.protocol.map"] += f",{name}:{name}"
 
     # -- security -------------------------------------------------------------------------------
 
@@ -238,6 +260,55 @@ class EmbeddedKafka:
     def client_kwargs(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
         """aiokafka client keyword arguments for ``user`` (default: the super user); empty for PLAINTEXT."""
         return self._users.client_kwargs(user, mechanism)
+
+    @property
+    def tls_protocol(self) -> str:
+        """The TLS listener's security protocol: SASL_SSL on a SASL broker, else SSL."""
+        return "SASL_SSL" if self.sasl_enabled else "SSL"
+
+    @property
+    def tls_bootstrap_servers(self) -> str:
+        """The TLS listener (``BrokerSettings(tls=True)``); its certificate names localhost and 127.0.0.1."""
+        self._require_tls()
+        return f"127.0.0.1:{self.tls_port}"
+
+    @property
+    def ca_file(self) -> Path:
+        """PEM file of the throwaway CA that signed the broker's certificate (for ``ssl_ca_location``)."""
+        return self._require_tls().ca_file
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A new client ``ssl.SSLContext`` that trusts the broker's CA (for aiokafka's ``ssl_context=``)."""
+        return self._require_tls().client_context()
+
+    def tls_settings(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
+        """``Settings`` fields to connect to the TLS listener by our own names: ``bootstrap_servers``,
+        ``security_protocol``, ``ssl_ca_location`` and, on a SASL broker, ``sasl_*`` for ``user``."""
+        fields: dict[str, Any] = {**self.sasl_settings(user, mechanism)}
+        fields.update(
+            bootstrap_servers=self.tls_bootstrap_servers,
+            security_protocol=self.tls_protocol,
+            ssl_ca_location=str(self.ca_file),
+        )
+        return fields
+
+    def tls_client_kwargs(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
+        """aiokafka's keywords for the TLS listener: ``bootstrap_servers``, ``security_protocol``,
+        ``ssl_context`` and, on a SASL broker, ``sasl_mechanism``/``sasl_plain_*`` for ``user``."""
+        kwargs = self.client_kwargs(user, mechanism)
+        kwargs.update(
+            bootstrap_servers=self.tls_bootstrap_servers,
+            security_protocol=self.tls_protocol,
+            ssl_context=self.ssl_context(),
+        )
+        return kwargs
+
+    def _require_tls(self) -> TlsMaterial:
+        if not self.settings.tls:
+            raise ValueError("this broker has no TLS listener: start it with BrokerSettings(tls=True)")
+        if self._tls is None:
+            raise ValueError("the broker is not started: its TLS listener has no port yet")
+        return self._tls
 
     def grant(
         self,
@@ -265,6 +336,11 @@ class EmbeddedKafka:
         self.controller_port = free_port()
         while self.controller_port == self.port:
             self.controller_port = free_port()
+        if self.settings.tls:
+            self._tls = tls_material(keytool_beside(java))
+            self.tls_port = free_port()
+            while self.tls_port in (self.port, self.controller_port):
+                self.tls_port = free_port()
         self._jvm = KafkaProcess(java, jars, self.workdir, self.version, self.settings.heap)
         self._jvm.write_properties(self._properties())
         self._jvm.format(new_cluster_id(), self._users.scram_arguments())
@@ -336,6 +412,12 @@ class EmbeddedKafka:
         run_coroutine_blocking(
             lambda: add_partitions(self.bootstrap_servers, name, total, client_kwargs=self.client_kwargs())
         )
+
+
+def keytool_beside(java: str) -> str:
+    """The keytool of the JDK that runs the broker, else whichever is on PATH."""
+    candidate = Path(java).with_name("keytool")
+    return str(candidate) if candidate.is_file() else "keytool"
 
 
 async def touch_probe_groups(

@@ -106,9 +106,9 @@ class EmbeddedKafkaCluster:
             raise ValueError(f"a cluster needs at least one node, got {nodes}")
         self.version = resolve_version(version)
         self.settings = settings or BrokerSettings(heap="512m")
-        if self.settings.sasl is not None:
+        if self.settings.sasl is not None or self.settings.tls:
             raise ValueError(
-                "EmbeddedKafkaCluster has no SASL listener yet; use EmbeddedKafka for SASL tests"
+                "EmbeddedKafkaCluster has no SASL or TLS listener yet; use EmbeddedKafka for those tests"
             )
         self.node_count = nodes
         self.fault_proxies = fault_proxies

@@ -58,9 +58,6 @@ class SaslUsers:
         User:ANONYMOUS, which must be a super user for broker registration to be authorized."""
         sasl = self.sasl
         assert sasl is not None
-        listener = client_listener.lower()
-        plain_users = " ".join(f'user_{name}="{password}"' for name, password in self.passwords.items())
-        admin_password = self.passwords[sasl.super_user]
         props = {
             "listeners": f"{client_listener}://{client_address},CONTROLLER://{controller}",
             "advertised.listeners": f"{client_listener}://{client_address}",
@@ -68,9 +65,25 @@ class SaslUsers:
             "listener.security.protocol.map": f"{client_listener}:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
             "sasl.enabled.mechanisms": ",".join(dict.fromkeys(["PLAIN", *sasl.mechanisms])),
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            **self.listener_logins(client_listener),
+        }
+        if sasl.authorizer:
+            props["authorizer.class.name"] = STANDARD_AUTHORIZER
+            props["allow.everyone.if.no.acl.found"] = "false"
+            props["super.users"] = f"User:{sasl.super_user};User:ANONYMOUS"
+        return props
+
+    def listener_logins(self, listener: str) -> dict[str, str]:
+        """The JAAS logins of one SASL listener (``sasl_plaintext``, ``sasl_ssl``): every user by PLAIN
+        and by each enabled SCRAM mechanism (SCRAM credentials are in the metadata: ``scram_arguments``)."""
+        sasl = self.sasl
+        assert sasl is not None
+        listener = listener.lower()
+        plain_users = " ".join(f'user_{name}="{password}"' for name, password in self.passwords.items())
+        props = {
             f"listener.name.{listener}.plain.sasl.jaas.config": (
                 "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                f'username="{sasl.super_user}" password="{admin_password}" {plain_users};'
+                f'username="{sasl.super_user}" password="{self.passwords[sasl.super_user]}" {plain_users};'
             ),
         }
         for mechanism in sasl.mechanisms:
@@ -78,10 +91,6 @@ class SaslUsers:
                 props[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;"
                 )
-        if sasl.authorizer:
-            props["authorizer.class.name"] = STANDARD_AUTHORIZER
-            props["allow.everyone.if.no.acl.found"] = "false"
-            props["super.users"] = f"User:{sasl.super_user};User:ANONYMOUS"
         return props
 
     def scram_arguments(self) -> list[str]:

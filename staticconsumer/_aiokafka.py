@@ -460,6 +460,9 @@ _PROBE_CONNECTION_KWARGS = (
     "sasl_mechanism",
     "sasl_plain_username",
     "sasl_plain_password",
+    "sasl_oauth_token_provider",
+    "sasl_kerberos_service_name",
+    "sasl_kerberos_domain_name",
 )
 
 

@@ -52,13 +52,16 @@ MAX_INT32: Final = 2_147_483_647
 """Kafka's numeric settings are Java ints; anything larger cannot be sent on the wire."""
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
 AutoOffsetReset = Literal["earliest", "latest", "none"]
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
 GroupProtocol = Literal["classic", "consumer"]
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+PASSWORD_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+"""The SASL mechanisms that log in with sasl.username and sasl.password; OAUTHBEARER uses a token
+provider object and GSSAPI a Kerberos ticket instead."""
 AUTO_OFFSET_RESETS: Final = ("earliest", "latest", "none")
 ISOLATION_LEVELS: Final = ("read_uncommitted", "read_committed")
 GROUP_PROTOCOLS: Final = ("classic", "consumer")
@@ -71,6 +74,15 @@ broker assigns partitions (group.remote.assignor picks how) and owns the session
 interval (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms)."""
 CONSUMER_ONLY_SETTINGS: Final = ("group_remote_assignor",)
 """Refused under group.protocol=classic when set, as Java does: the classic protocol assigns on the client."""
+
+OBJECT_FIELDS: Final = ("ssl_context", "sasl_oauth_token_provider")
+"""Settings fields that hold Python objects, as aiokafka's constructor keywords of the same names: keyword
+arguments only (no Kafka property, no environment variable, not in the docs table or startup log)."""
+AIOKAFKA_SPELLINGS: Final[Mapping[str, str]] = {
+    "sasl_plain_username": "sasl_username",
+    "sasl_plain_password": "sasl_password",
+}
+"""aiokafka's keyword names for our settings: accepted as keyword arguments, so aiokafka code ports as is."""
 
 _SASL_PROTOCOLS: Final = ("SASL_PLAINTEXT", "SASL_SSL")
 _TLS_PROTOCOLS: Final = ("SSL", "SASL_SSL")
@@ -352,20 +364,36 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "sasl_mechanism",
         "sasl.mechanism",
         "choice",
-        "SASL mechanism, used with SASL_PLAINTEXT and SASL_SSL.",
+        "SASL mechanism, used with SASL_PLAINTEXT and SASL_SSL. OAUTHBEARER needs the keyword argument "
+        "`sasl_oauth_token_provider`; GSSAPI needs the Python package `gssapi` and a Kerberos ticket.",
         choices=SASL_MECHANISMS,
     ),
     SettingSpec(
         "sasl_username",
         "sasl.username",
         "optional_string",
-        "SASL user; required with SASL_PLAINTEXT and SASL_SSL.",
+        "SASL user; required with SASL_PLAINTEXT and SASL_SSL for PLAIN and SCRAM. aiokafka's keyword "
+        "`sasl_plain_username` is accepted too.",
     ),
     SettingSpec(
         "sasl_password",
         "sasl.password",
         "secret",
-        "SASL password; required with SASL_PLAINTEXT and SASL_SSL.",
+        "SASL password; required with SASL_PLAINTEXT and SASL_SSL for PLAIN and SCRAM. aiokafka's keyword "
+        "`sasl_plain_password` is accepted too.",
+    ),
+    SettingSpec(
+        "sasl_kerberos_service_name",
+        "sasl.kerberos.service.name",
+        "string",
+        "Kerberos principal name the brokers run as (GSSAPI only).",
+    ),
+    SettingSpec(
+        "sasl_kerberos_domain_name",
+        "sasl.kerberos.domain.name",
+        "optional_string",
+        "Kerberos domain of the brokers' service principal; unset: each broker's host name (GSSAPI only; "
+        "aiokafka's keyword, not a Java property).",
     ),
     SettingSpec(
         "ssl_ca_location",
@@ -489,6 +517,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     sasl_mechanism: SaslMechanism = "PLAIN"
     sasl_username: str | None = None
     sasl_password: Secret | None = None
+    sasl_kerberos_service_name: str = "kafka"
+    sasl_kerberos_domain_name: str | None = None
     ssl_ca_location: str | None = None
     ssl_certificate_location: str | None = None
     ssl_key_location: str | None = None
@@ -504,12 +534,19 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     :meth:`from_env` from the variables and keyword arguments it was given. A field whose value differs
     from its default counts as configured in any case. Settings that belong to one group protocol are
     refused under the other when configured, even at their default value, as Java refuses them."""
+    ssl_context: ssl.SSLContext | None = None
+    """aiokafka's ``ssl_context``: a ready TLS context for SSL and SASL_SSL, instead of the ssl.* files."""
+    sasl_oauth_token_provider: Any = None
+    """aiokafka's ``sasl_oauth_token_provider`` (an ``aiokafka.abc.AbstractTokenProvider``), for
+    OAUTHBEARER. Its ``token()`` is awaited on the membership thread's event loop as well as the
+    application's, so it must not hold on to one loop's objects."""
 
     def __post_init__(self) -> None:
         values = {spec.field: getattr(self, spec.field) for spec in SETTINGS}
         labels = _Labels.for_fields(values)
         explicit = self.configured_fields()
         problems = _check_fields(values, labels) + _check_combinations(values, labels, explicit)
+        problems += _object_problems(values, {name: getattr(self, name) for name in OBJECT_FIELDS}, labels)
         unknown = sorted(self.explicit_fields - SPEC_BY_FIELD.keys())
         if unknown:
             problems.append(SettingProblem("explicit_fields", repr(unknown), "only names of Settings fields"))
@@ -565,10 +602,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         """Every setting by Kafka property name, secrets masked: what to log at startup, as Java does."""
         return {spec.kafka_property: _show_default(getattr(self, spec.field), spec) for spec in SETTINGS}
 
-    def ssl_context(self) -> ssl.SSLContext | None:
-        """The TLS context built from the ssl.* files, or None when the security protocol uses no TLS."""
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The given ``ssl_context``, else one built from the ssl.* files; None when the security protocol
+        uses no TLS."""
         if self.security_protocol not in _TLS_PROTOCOLS:
             return None
+        if self.ssl_context is not None:
+            return self.ssl_context
         context = _trusting(self.ssl_ca_location or None)
         if self.ssl_certificate_location and self.ssl_key_location:
             _present_certificate(
@@ -598,14 +638,21 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             "request_timeout_ms": self.request_timeout_ms,
             "retry_backoff_ms": self.retry_backoff_ms,
             "security_protocol": self.security_protocol,
-            "ssl_context": self.ssl_context(),
+            "ssl_context": self.tls_context(),
         }
-        if self.security_protocol in _SASL_PROTOCOLS:
-            kwargs["sasl_mechanism"] = self.sasl_mechanism
+        if self.security_protocol not in _SASL_PROTOCOLS:
+            return kwargs
+        kwargs["sasl_mechanism"] = self.sasl_mechanism
+        if self.sasl_mechanism in PASSWORD_MECHANISMS:
             kwargs["sasl_plain_username"] = self.sasl_username
             kwargs["sasl_plain_password"] = (
                 None if self.sasl_password is None else self.sasl_password.reveal()
             )
+        elif self.sasl_mechanism == "OAUTHBEARER":
+            kwargs["sasl_oauth_token_provider"] = self.sasl_oauth_token_provider
+        else:
+            kwargs["sasl_kerberos_service_name"] = self.sasl_kerberos_service_name
+            kwargs["sasl_kerberos_domain_name"] = self.sasl_kerberos_domain_name
         return kwargs
 
     def aiokafka_consumer_kwargs(self, assignor_for: Callable[[str], object] | None = None) -> dict[str, Any]:
@@ -793,6 +840,8 @@ def _from_env(
     carried = overrides.pop("explicit_fields", None)
     revalidating = isinstance(carried, frozenset | set | tuple | list)
     explicit: set[str] = {str(name) for name in carried} if isinstance(carried, Collection) else set()
+    objects: dict[str, Any] = {name: overrides.pop(name) for name in OBJECT_FIELDS if name in overrides}
+    spelled, problems = _take_aiokafka_spellings(overrides, revalidating)
     for spec in SETTINGS:
         variable = spec.env_var(prefix)
         if spec.field in overrides:
@@ -803,7 +852,7 @@ def _from_env(
             explicit.add(spec.field)
         if spec.field in overrides:
             raw: object = overrides[spec.field]
-            names[spec.field] = f"{spec.field} (keyword argument)"
+            names[spec.field] = f"{spelled.get(spec.field, spec.field)} (keyword argument)"
             shown[spec.field] = _show(raw, spec)
             parse: Callable[[Any, SettingSpec], object] = _coerce_override
         elif variable in environ and (environ[variable].strip() != "" or spec.field == "group_instance_id"):
@@ -826,11 +875,38 @@ def _from_env(
     labels = _Labels(names, shown)
     problems.extend(_check_fields(values, labels))
     problems.extend(_check_combinations(values, labels, explicit))
+    problems.extend(_object_problems(values, objects, labels))
     problems.extend(_unknown_keywords(overrides))
     problems.extend(_typos(environ, prefix, ignore))
     if problems:
         raise SettingsError(_sorted_by_field(problems, names))
-    return Settings(**values, explicit_fields=frozenset(explicit & SPEC_BY_FIELD.keys()))
+    return Settings(**values, **objects, explicit_fields=frozenset(explicit & SPEC_BY_FIELD.keys()))
+
+
+def _take_aiokafka_spellings(
+    overrides: dict[str, object], revalidating: bool
+) -> tuple[dict[str, str], list[SettingProblem]]:
+    """Move aiokafka's spellings (``sasl_plain_username``) to our fields; returns which field came by
+    which spelling, and a problem for each setting given by both names."""
+    spelled: dict[str, str] = {}
+    problems: list[SettingProblem] = []
+    for alias, field in AIOKAFKA_SPELLINGS.items():
+        if alias not in overrides:
+            continue
+        value = overrides.pop(alias)
+        # re-validating a Settings passes all its fields: an unset one is no second spelling
+        if field in overrides and not (revalidating and overrides[field] == DEFAULTS[field]):
+            problems.append(
+                SettingProblem(
+                    f"{alias} (keyword argument)",
+                    _show(value, SPEC_BY_FIELD[field]),
+                    f"{field} is given too: both are the same setting (aiokafka's name and ours); pass one",
+                )
+            )
+            continue
+        overrides[field] = value
+        spelled[field] = alias
+    return spelled, problems
 
 
 def _sorted_by_field(problems: list[SettingProblem], names: Mapping[str, str]) -> list[SettingProblem]:
@@ -1088,11 +1164,16 @@ def _group_protocol_problems(
 def _security_problems(protocol: str, valid: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
     problems: list[SettingProblem] = []
     uses_sasl = protocol in _SASL_PROTOCOLS
+    mechanism = valid.get("sasl_mechanism")
     for field in ("sasl_username", "sasl_password"):
         present = bool(valid.get(field))
-        if uses_sasl and not present and field in valid:
-            mechanism = valid.get("sasl_mechanism", "the SASL mechanism")
-            problems.append(labels.problem(field, f"required: {protocol} with {mechanism} needs credentials"))
+        if uses_sasl and mechanism not in PASSWORD_MECHANISMS and mechanism is not None and present:
+            problems.append(labels.problem(field, f"ignored with sasl.mechanism {mechanism}; unset it"))
+        elif uses_sasl and not present and field in valid and mechanism not in ("OAUTHBEARER", "GSSAPI"):
+            mechanism_text = mechanism or "the SASL mechanism"
+            problems.append(
+                labels.problem(field, f"required: {protocol} with {mechanism_text} needs credentials")
+            )
         if not uses_sasl and present:
             problems.append(
                 labels.problem(
@@ -1121,6 +1202,77 @@ def _security_problems(protocol: str, valid: Mapping[str, object], labels: _Labe
         if not problems:
             problems.extend(_tls_load_problems(valid, labels))
     return problems
+
+
+def _object_problems(
+    values: Mapping[str, object], objects: Mapping[str, object], labels: _Labels
+) -> list[SettingProblem]:
+    """Rules for the object keywords (:data:`OBJECT_FIELDS`) and the settings they go with. Objects
+    show as their type only: a token provider's repr may hold a token."""
+    problems: list[SettingProblem] = []
+    protocol, mechanism = values.get("security_protocol"), values.get("sasl_mechanism")
+    context = objects.get("ssl_context")
+    if context is not None:
+        where, shown = "ssl_context (keyword argument)", f"<{type(context).__name__}>"
+        files = [field for field in (*_TLS_FILE_FIELDS, "ssl_key_password") if values.get(field)]
+        if not isinstance(context, ssl.SSLContext):
+            problems.append(SettingProblem(where, shown, "wrong type; expected an ssl.SSLContext"))
+        elif protocol not in _TLS_PROTOCOLS:
+            problems.append(
+                SettingProblem(
+                    where, shown, f"ignored with security.protocol {protocol}; use SSL or SASL_SSL"
+                )
+            )
+        elif files:
+            given = ", ".join(labels.names[field] for field in files)
+            problems.append(
+                SettingProblem(
+                    where, shown, f"given together with {given}: both configure TLS; pass one or the other"
+                )
+            )
+    uses_oauth = protocol in _SASL_PROTOCOLS and mechanism == "OAUTHBEARER"
+    provider = objects.get("sasl_oauth_token_provider")
+    if provider is not None:
+        from aiokafka.abc import AbstractTokenProvider  # only when one is given: settings stay light
+
+        where, shown = "sasl_oauth_token_provider (keyword argument)", f"<{type(provider).__name__}>"
+        if not isinstance(provider, AbstractTokenProvider):
+            problems.append(
+                SettingProblem(where, shown, "wrong type; expected an aiokafka.abc.AbstractTokenProvider")
+            )
+        elif not uses_oauth:
+            problems.append(
+                SettingProblem(
+                    where,
+                    shown,
+                    f"ignored with security.protocol {protocol} and sasl.mechanism {mechanism}; "
+                    "it needs SASL_SSL (or SASL_PLAINTEXT) with OAUTHBEARER",
+                )
+            )
+    elif uses_oauth:
+        problems.append(
+            labels.problem(
+                "sasl_mechanism",
+                "OAUTHBEARER needs the keyword argument sasl_oauth_token_provider "
+                "(an aiokafka.abc.AbstractTokenProvider)",
+            )
+        )
+    if protocol in _SASL_PROTOCOLS and mechanism == "GSSAPI" and not _gssapi_installed():
+        problems.append(
+            labels.problem(
+                "sasl_mechanism",
+                "GSSAPI needs the Python package gssapi, which is not installed (pip install gssapi), and "
+                "a Kerberos ticket (kinit or a keytab)",
+            )
+        )
+    return problems
+
+
+def _gssapi_installed() -> bool:
+    """Whether aiokafka's GSSAPI login can run: it imports ``gssapi`` when it is there, else refuses."""
+    import importlib.util
+
+    return importlib.util.find_spec("gssapi") is not None
 
 
 def _tls_load_problems(valid: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:

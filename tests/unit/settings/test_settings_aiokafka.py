@@ -96,7 +96,7 @@ def _tls(minimal_env: dict[str, str], files: dict[str, Path], key: str, **overri
 def test_the_ssl_context_verifies_brokers_and_presents_the_client_certificate(
     minimal_env: dict[str, str], tls_files: dict[str, Path], key_password: str
 ) -> None:
-    context = _tls(minimal_env, tls_files, "encrypted_key", ssl_key_password=key_password).ssl_context()
+    context = _tls(minimal_env, tls_files, "encrypted_key", ssl_key_password=key_password).tls_context()
     assert context is not None
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname
@@ -106,7 +106,7 @@ def test_the_ssl_context_verifies_brokers_and_presents_the_client_certificate(
 def test_an_unencrypted_key_needs_no_password(
     minimal_env: dict[str, str], tls_files: dict[str, Path]
 ) -> None:
-    assert _tls(minimal_env, tls_files, "key").ssl_context() is not None
+    assert _tls(minimal_env, tls_files, "key").tls_context() is not None
 
 
 @pytest.mark.parametrize("password", ["wrong", None])
@@ -158,4 +158,4 @@ async def test_aiokafka_accepts_the_tls_kwargs(
 
 
 def test_plaintext_builds_no_ssl_context(minimal_env: dict[str, str]) -> None:
-    assert _static(minimal_env).ssl_context() is None
+    assert _static(minimal_env).tls_context() is None

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from staticconsumer.errors import SettingsError
-from staticconsumer.settings import RECORD_FIELDS, SETTINGS, SPEC_BY_FIELD, Secret, Settings
+from staticconsumer.settings import OBJECT_FIELDS, RECORD_FIELDS, SETTINGS, SPEC_BY_FIELD, Secret, Settings
 
 
 def test_env_var_name_is_prefix_plus_property_upper_cased_with_underscores() -> None:
@@ -17,7 +17,8 @@ def test_env_var_name_is_prefix_plus_property_upper_cased_with_underscores() -> 
 
 
 def test_every_struct_field_has_exactly_one_row_in_the_property_table() -> None:
-    settings_fields = [name for name in Settings.__struct_fields__ if name not in RECORD_FIELDS]
+    not_settings = (*RECORD_FIELDS, *OBJECT_FIELDS)
+    settings_fields = [name for name in Settings.__struct_fields__ if name not in not_settings]
     assert [spec.field for spec in SETTINGS] == settings_fields
     properties = [spec.kafka_property for spec in SETTINGS]
     assert len(set(properties)) == len(properties)
@@ -81,6 +82,8 @@ def _every_variable(
         "sasl_mechanism": ("SCRAM-SHA-512", "SCRAM-SHA-512"),
         "sasl_username": ("svc-payments", "svc-payments"),
         "sasl_password": ("s3cr3t", Secret("s3cr3t")),
+        "sasl_kerberos_service_name": ("kafka-prod", "kafka-prod"),
+        "sasl_kerberos_domain_name": ("kafka.example.com", "kafka.example.com"),
         "ssl_ca_location": (ca, ca),
         "ssl_certificate_location": (cert, cert),
         "ssl_key_location": (key, key),
@@ -219,7 +222,7 @@ def test_an_empty_keyword_string_unsets_an_optional_setting(minimal_env: dict[st
     settings = Settings.from_env(minimal_env, security_protocol="SSL", ssl_ca_location="", client_id=" ")
     assert settings.ssl_ca_location is None
     assert settings.client_id is None
-    assert settings.ssl_context() is not None
+    assert settings.tls_context() is not None
 
 
 def test_an_empty_instance_id_keyword_is_not_silently_dynamic(minimal_env: dict[str, str]) -> None:
@@ -236,4 +239,4 @@ def test_empty_tls_paths_built_directly_mean_the_system_cas() -> None:
         ssl_certificate_location="",
         ssl_key_location="",
     )
-    assert settings.ssl_context() is not None
+    assert settings.tls_context() is not None

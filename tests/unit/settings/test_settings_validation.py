@@ -221,7 +221,7 @@ def test_ipv6_bootstrap_servers(minimal_env: dict[str, str]) -> None:
         ("KAFKA_AUTO_OFFSET_RESET", "Earliest", " (did you mean earliest?)"),
         ("KAFKA_ISOLATION_LEVEL", "read-committed", " (did you mean read_committed?)"),
         ("KAFKA_SECURITY_PROTOCOL", "sasl_ssl", " (did you mean SASL_SSL?)"),
-        ("KAFKA_SASL_MECHANISM", "GSSAPI", ""),
+        ("KAFKA_SASL_MECHANISM", "NTLM", ""),
     ],
 )
 def test_choices(minimal_env: dict[str, str], variable: str, raw: str, suggestion: str) -> None:

@@ -183,11 +183,12 @@ def _attempt(
             f"(user {settings.sasl_username!r}): {_without_password(failure.message, settings)}",
         )
     if failure.kind == "tls":
+        trust = "the given ssl_context trust" if settings.ssl_context is not None else "ssl.ca.location hold"
         return ConnectionAttempt(
             address,
             "tls",
             f"TLS failed ({failure.message}): with security.protocol {protocol}, is this a TLS listener and "
-            "does ssl.ca.location hold the CA that signed its certificate?",
+            f"does {trust} the CA that signed its certificate?",
         )
     if failure.kind == "closed":
         return ConnectionAttempt(address, "closed", _closed_hint(failure, protocol))

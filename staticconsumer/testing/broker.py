@@ -106,8 +106,8 @@ class BrokerSettings:
     extra: Mapping[str, str] = field(default_factory=dict)
     sasl: SaslSettings | None = None
     tls: bool = False
-    """Also listen with TLS on a second port (``EmbeddedKafka.tls_port``): SSL, or SASL_SSL with ``sasl``.
-    The first port and everything the helpers do on it stay as they are without TLS."""
+    """Also listen with TLS: SSL on ``EmbeddedKafka.tls_port`` and, with ``sasl``, SASL_SSL on
+    ``sasl_ssl_port``. The first port and everything the helpers do on it stay as without TLS."""
 
     def common_properties(self, replication_factor: int, min_isr: int) -> dict[str, str]:
         """The properties every node shares, with internal topics replicated ``replication_factor`` times."""
@@ -147,6 +147,7 @@ class EmbeddedKafka:
         self.port = 0
         self.controller_port = 0
         self.tls_port = 0
+        self.sasl_ssl_port = 0
         self.workdir: Path | None = None
         self.resolve_seconds = 0.0
         self.start_seconds = 0.0
@@ -235,16 +236,18 @@ class EmbeddedKafka:
         return props
 
     def _add_tls_listener(self, props: dict[str, str]) -> None:
-        """A second client listener on ``tls_port``: SSL, or SASL_SSL with the same users."""
+        """An SSL client listener on ``tls_port`` and, with SASL, a SASL_SSL one with the same users on
+        ``sasl_ssl_port`` (an SSL client presents no certificate: it is User:ANONYMOUS, a super user)."""
         assert self._tls is not None
-        name = self.tls_protocol
         props.update(self._tls.broker_properties())
+        endpoints = [f"SSL://127.0.0.1:{self.tls_port}"]
+        props["listener.security.protocol.map"] += ",SSL:SSL"
         if self.sasl_enabled:
-            props.update(self._users.listener_logins(name))
-        endpoint = f"{name}://127.0.0.1:{self.tls_port}"
-        props["listeners"] += f",{endpoint}"
-        props["advertised.listeners"] += f",{endpoint}"
-        props["listener.security.protocol.map"] += f",{name}:{name}"
+            props.update(self._users.listener_logins("SASL_SSL"))
+            endpoints.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
+            props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+        props["listeners"] += "," + ",".join(endpoints)
+        props["advertised.listeners"] += "," + ",".join(endpoints)
 
     # -- security -------------------------------------------------------------------------------
 
@@ -261,16 +264,15 @@ class EmbeddedKafka:
         """aiokafka client keyword arguments for ``user`` (default: the super user); empty for PLAINTEXT."""
         return self._users.client_kwargs(user, mechanism)
 
-    @property
-    def tls_protocol(self) -> str:
-        """The TLS listener's security protocol: SASL_SSL on a SASL broker, else SSL."""
-        return "SASL_SSL" if self.sasl_enabled else "SSL"
-
-    @property
-    def tls_bootstrap_servers(self) -> str:
-        """The TLS listener (``BrokerSettings(tls=True)``); its certificate names localhost and 127.0.0.1."""
+    def tls_bootstrap_servers(self, sasl: bool = False) -> str:
+        """The SSL listener, or with ``sasl`` the SASL_SSL one (``BrokerSettings(tls=True)``, and ``sasl``
+        for SASL_SSL); the broker's certificate names localhost and 127.0.0.1."""
         self._require_tls()
-        return f"127.0.0.1:{self.tls_port}"
+        if not sasl:
+            return f"127.0.0.1:{self.tls_port}"
+        if not self.sasl_enabled:
+            raise ValueError("this broker has no SASL_SSL listener: give BrokerSettings both tls and sasl")
+        return f"127.0.0.1:{self.sasl_ssl_port}"
 
     @property
     def ca_file(self) -> Path:
@@ -281,24 +283,29 @@ class EmbeddedKafka:
         """A new client ``ssl.SSLContext`` that trusts the broker's CA (for aiokafka's ``ssl_context=``)."""
         return self._require_tls().client_context()
 
-    def tls_settings(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
-        """``Settings`` fields to connect to the TLS listener by our own names: ``bootstrap_servers``,
-        ``security_protocol``, ``ssl_ca_location`` and, on a SASL broker, ``sasl_*`` for ``user``."""
-        fields: dict[str, Any] = {**self.sasl_settings(user, mechanism)}
+    def tls_settings(
+        self, user: str | None = None, mechanism: str = "PLAIN", *, sasl: bool = False
+    ) -> dict[str, Any]:
+        """``Settings`` fields for the SSL listener by our own names (``bootstrap_servers``,
+        ``security_protocol``, ``ssl_ca_location``); with ``sasl``, the SASL_SSL listener and ``sasl_*``
+        for ``user`` (default: the super user). Holds the password: pass it on, never log it."""
+        fields: dict[str, Any] = {**self.sasl_settings(user, mechanism)} if sasl else {}
         fields.update(
-            bootstrap_servers=self.tls_bootstrap_servers,
-            security_protocol=self.tls_protocol,
+            bootstrap_servers=self.tls_bootstrap_servers(sasl),
+            security_protocol="SASL_SSL" if sasl else "SSL",
             ssl_ca_location=str(self.ca_file),
         )
         return fields
 
-    def tls_client_kwargs(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
-        """aiokafka's keywords for the TLS listener: ``bootstrap_servers``, ``security_protocol``,
-        ``ssl_context`` and, on a SASL broker, ``sasl_mechanism``/``sasl_plain_*`` for ``user``."""
-        kwargs = self.client_kwargs(user, mechanism)
+    def tls_client_kwargs(
+        self, user: str | None = None, mechanism: str = "PLAIN", *, sasl: bool = False
+    ) -> dict[str, Any]:
+        """aiokafka's keywords for the SSL listener (``bootstrap_servers``, ``security_protocol``,
+        ``ssl_context``); with ``sasl``, the SASL_SSL listener and ``sasl_mechanism``/``sasl_plain_*``."""
+        kwargs = self.client_kwargs(user, mechanism) if sasl else {}
         kwargs.update(
-            bootstrap_servers=self.tls_bootstrap_servers,
-            security_protocol=self.tls_protocol,
+            bootstrap_servers=self.tls_bootstrap_servers(sasl),
+            security_protocol="SASL_SSL" if sasl else "SSL",
             ssl_context=self.ssl_context(),
         )
         return kwargs
@@ -338,9 +345,10 @@ class EmbeddedKafka:
             self.controller_port = free_port()
         if self.settings.tls:
             self._tls = tls_material(keytool_beside(java))
-            self.tls_port = free_port()
-            while self.tls_port in (self.port, self.controller_port):
-                self.tls_port = free_port()
+            taken = {self.port, self.controller_port}
+            self.tls_port = _another_free_port(taken)
+            if self.sasl_enabled:
+                self.sasl_ssl_port = _another_free_port(taken | {self.tls_port})
         self._jvm = KafkaProcess(java, jars, self.workdir, self.version, self.settings.heap)
         self._jvm.write_properties(self._properties())
         self._jvm.format(new_cluster_id(), self._users.scram_arguments())
@@ -412,6 +420,13 @@ class EmbeddedKafka:
         run_coroutine_blocking(
             lambda: add_partitions(self.bootstrap_servers, name, total, client_kwargs=self.client_kwargs())
         )
+
+
+def _another_free_port(taken: set[int]) -> int:
+    port = free_port()
+    while port in taken:
+        port = free_port()
+    return port
 
 
 def keytool_beside(java: str) -> str:

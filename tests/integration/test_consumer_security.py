@@ -1,0 +1,137 @@
+"""A static StaticConsumer over TLS and SASL_SSL on a real broker, configured with aiokafka's keywords
+(``ssl_context``, ``sasl_plain_*``) or our own settings (``ssl_ca_location``, ``sasl_*``): it consumes,
+commits, restarts as the same static member without a rebalance and goes on from its committed offset.
+
+One broker for the module: SASL_PLAINTEXT for the helpers, SSL and SASL_SSL listeners for the consumers
+(both are the only bootstrap the consumer knows, so its membership thread and its fetcher use TLS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from staticconsumer.consumer import StaticConsumer
+from staticconsumer.errors import AuthenticationFailedError, BrokerHandshakeError
+from staticconsumer.testing.broker import BrokerSettings, EmbeddedKafka, SaslSettings
+
+from .support import FAST, consume
+
+pytestmark = pytest.mark.kafka
+
+USERS = {"alice": "alice-pw-tls"}
+
+
+@pytest.fixture(scope="module")
+def secure_kafka() -> Iterator[EmbeddedKafka]:
+    settings = BrokerSettings(tls=True, sasl=SaslSettings(users=USERS, authorizer=False))
+    with EmbeddedKafka(settings=settings) as kafka:
+        yield kafka
+
+
+async def _produce(kafka: EmbeddedKafka, topic: str, start: int, count: int) -> None:
+    """Over the SASL_SSL listener as alice: producing needs TLS too."""
+    producer = AIOKafkaProducer(acks="all", **kafka.tls_client_kwargs("alice", sasl=True))
+    await producer.start()
+    try:
+        for i in range(start, start + count):
+            await producer.send(topic, f"v{i}".encode(), key=f"k{i}".encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+CONNECTIONS: dict[str, Callable[[EmbeddedKafka], dict[str, Any]]] = {
+    "ssl-context": lambda kafka: kafka.tls_client_kwargs(),
+    "sasl-ssl-aiokafka-keywords": lambda kafka: kafka.tls_client_kwargs("alice", sasl=True),
+    "sasl-ssl-our-settings-scram": lambda kafka: kafka.tls_settings("alice", "SCRAM-SHA-256", sasl=True),
+    "ssl-our-settings": lambda kafka: kafka.tls_settings(),
+}
+
+
+@pytest.mark.parametrize("way", list(CONNECTIONS))
+async def test_a_static_member_consumes_commits_and_restarts_without_a_rebalance_over_tls(
+    secure_kafka: EmbeddedKafka, unique_group: str, way: str
+) -> None:
+    topic = f"{unique_group}-t"
+    secure_kafka.create_topic(topic, 2)
+    await _produce(secure_kafka, topic, 0, 6)
+    connect = CONNECTIONS[way](secure_kafka)
+    if "ssl_context" in connect:
+        assert "ssl_ca_location" not in connect, "aiokafka's keyword alone"
+
+    def member() -> StaticConsumer:
+        return StaticConsumer(
+            topic,
+            group_id=unique_group,
+            group_instance_id="pod-0",
+            enable_auto_commit=False,
+            value_deserializer=bytes.decode,
+            **FAST,
+            **connect,
+        )
+
+    first = member()
+    async with first:
+        records = await consume(first, 6)
+        assert sorted(r.value for r in records) == [f"v{i}" for i in range(6)]
+        await first.commit()
+        generation, owned = first.generation, first.assignment()
+        committed = {tp: await first.committed(tp) for tp in owned}
+    assert sum(offset or 0 for offset in committed.values()) == 6
+
+    await _produce(secure_kafka, topic, 6, 4)
+    again = member()
+    async with again:
+        records = await consume(again, 4)  # polling until assigned would drop what it polled
+        assert sorted(r.value for r in records) == ["v6", "v7", "v8", "v9"], "on from the committed offset"
+        assert again.generation == generation, "the same static member: no rebalance, no new generation"
+        assert again.assignment() == owned
+        assert again.settings.security_protocol in ("SSL", "SASL_SSL")
+    described = await _describe(secure_kafka, unique_group)
+    assert described == ["pod-0"], "one member, the static one: it never left"
+
+
+async def _describe(kafka: EmbeddedKafka, group: str) -> list[str | None]:
+    """The group's instance ids, asked over the SSL listener (its client is User:ANONYMOUS)."""
+    from staticconsumer.admin import GroupAdmin
+
+    async with GroupAdmin(**kafka.tls_settings()) as admin:
+        group_description = await admin.describe_group(group)
+    return sorted(m.group_instance_id for m in group_description.members)
+
+
+async def test_a_wrong_password_over_sasl_ssl_is_an_authentication_failure_that_hides_it(
+    secure_kafka: EmbeddedKafka, unique_group: str
+) -> None:
+    topic = f"{unique_group}-t"
+    secure_kafka.create_topic(topic, 1)
+    connect = secure_kafka.tls_client_kwargs("alice", sasl=True)
+    connect["sasl_plain_password"] = "not-alices-password"
+    consumer = StaticConsumer(topic, group_id=unique_group, group_instance_id="pod-0", **FAST, **connect)
+    with pytest.raises(AuthenticationFailedError) as raised:
+        await asyncio.wait_for(consumer.start(), 30)
+    error = raised.value
+    assert (error.mechanism, error.username) == ("PLAIN", "alice")
+    assert "not-alices-password" not in str(error)
+    assert "not-alices-password" not in repr(error.attempts)
+    assert USERS["alice"] not in str(error)
+
+
+async def test_a_context_that_does_not_trust_the_broker_is_a_handshake_error(
+    secure_kafka: EmbeddedKafka, unique_group: str
+) -> None:
+    import ssl
+
+    connect = secure_kafka.tls_client_kwargs()
+    connect["ssl_context"] = ssl.create_default_context(cafile=None)  # the system CAs only
+    consumer = StaticConsumer(
+        "t", group_id=unique_group, group_instance_id="pod-0", request_timeout_ms=5000, **FAST, **connect
+    )
+    with pytest.raises(BrokerHandshakeError) as raised:
+        await asyncio.wait_for(consumer.start(), 30)
+    assert "certificate" in str(raised.value).lower()

@@ -598,6 +598,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             return self
         return msgspec.structs.replace(self, group_instance_id=instance_id_for(self.group_instance_id, index))
 
+    def __repr__(self) -> str:
+        """Every field as msgspec shows it, except the objects (:data:`OBJECT_FIELDS`) by type only: a
+        token provider's own repr may hold its token."""
+        shown = (
+            f"{name}={_object_repr(value) if name in OBJECT_FIELDS else repr(value)}"
+            for name, value in msgspec.structs.asdict(self).items()
+        )
+        return f"Settings({', '.join(shown)})"
+
     def loggable_properties(self) -> dict[str, str]:
         """Every setting by Kafka property name, secrets masked: what to log at startup, as Java does."""
         return {spec.kafka_property: _show_default(getattr(self, spec.field), spec) for spec in SETTINGS}
@@ -690,6 +699,10 @@ DEFAULTS: Final[Mapping[str, object]] = {
     field.name: field.default for field in msgspec.structs.fields(Settings)
 }
 """Each field's default, read from the struct itself so docs and errors can never disagree with it."""
+
+
+def _object_repr(value: object) -> str:
+    return "None" if value is None else f"<{type(value).__name__}>"
 
 
 def _trusting(ca_location: str | None) -> ssl.SSLContext:
@@ -1213,7 +1226,7 @@ def _object_problems(
     protocol, mechanism = values.get("security_protocol"), values.get("sasl_mechanism")
     context = objects.get("ssl_context")
     if context is not None:
-        where, shown = "ssl_context (keyword argument)", f"<{type(context).__name__}>"
+        where, shown = "ssl_context (keyword argument)", _object_repr(context)
         files = [field for field in (*_TLS_FILE_FIELDS, "ssl_key_password") if values.get(field)]
         if not isinstance(context, ssl.SSLContext):
             problems.append(SettingProblem(where, shown, "wrong type; expected an ssl.SSLContext"))
@@ -1235,7 +1248,7 @@ def _object_problems(
     if provider is not None:
         from aiokafka.abc import AbstractTokenProvider  # only when one is given: settings stay light
 
-        where, shown = "sasl_oauth_token_provider (keyword argument)", f"<{type(provider).__name__}>"
+        where, shown = "sasl_oauth_token_provider (keyword argument)", _object_repr(provider)
         if not isinstance(provider, AbstractTokenProvider):
             problems.append(
                 SettingProblem(where, shown, "wrong type; expected an aiokafka.abc.AbstractTokenProvider")

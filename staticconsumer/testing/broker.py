@@ -255,9 +255,10 @@ class EmbeddedKafka:
     def sasl_enabled(self) -> bool:
         return self.settings.sasl is not None
 
-    def sasl_settings(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, str]:
+    def sasl_settings(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
         """``Settings`` fields (``security_protocol``, ``sasl_*``) to connect as ``user`` (default: the
-        super user). Empty for a PLAINTEXT broker. Holds the password: pass it on, never log it."""
+        super user); for OAUTHBEARER an unsecured ``sasl_oauth_token_provider`` naming ``user``. Empty
+        for a PLAINTEXT broker. Holds the password: pass it on, never log it."""
         return self._users.settings(user, mechanism)
 
     def client_kwargs(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:

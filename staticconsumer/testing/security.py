@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+DEFAULT_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+"""OAUTHBEARER is opt-in: the broker accepts unsecured tokens for it (see ``oauth``), any ``sub`` at all."""
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -19,12 +21,13 @@ class SaslSettings:
     ``users`` maps user names to passwords; every user can log in with every mechanism in
     ``mechanisms`` (PLAIN from the listener's JAAS config, SCRAM credentials written at format time with
     the storage tool's ``--add-scram``). ``super_user`` gets a random password unless listed in
-    ``users``; the broker uses it for itself and the helpers (topics, ACLs) use it too. With
+    ``users``; the broker uses it for itself and the helpers (topics, ACLs) use it too. OAUTHBEARER, if
+    listed, takes Kafka's unsecured tokens (``oauth.UnsecuredTokenProvider``) naming any principal. With
     ``authorizer`` off, any authenticated user may do anything.
     """
 
     users: Mapping[str, str] = field(default_factory=dict)
-    mechanisms: tuple[str, ...] = SASL_MECHANISMS
+    mechanisms: tuple[str, ...] = DEFAULT_SASL_MECHANISMS
     super_user: str = "admin"
     authorizer: bool = True
 
@@ -91,6 +94,11 @@ class SaslUsers:
                 props[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;"
                 )
+        if "OAUTHBEARER" in sasl.mechanisms:  # the default server callback validates unsecured tokens
+            props[f"listener.name.{listener}.oauthbearer.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                f'unsecuredLoginStringClaim_sub="{sasl.super_user}";'
+            )
         return props
 
     def scram_arguments(self) -> list[str]:
@@ -104,9 +112,10 @@ class SaslUsers:
                     arguments += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
         return arguments
 
-    def settings(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, str]:
+    def settings(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
         """``Settings`` fields (``security_protocol``, ``sasl_*``) to connect as ``user`` (default: the
-        super user). Empty without SASL. Holds the password: pass it on, never log it."""
+        super user); for OAUTHBEARER a ``sasl_oauth_token_provider`` naming ``user`` instead of the
+        password. Empty without SASL. Holds the password: pass it on, never log it."""
         sasl = self.sasl
         if sasl is None:
             return {}
@@ -115,6 +124,14 @@ class SaslUsers:
             raise KeyError(f"no SASL user {name!r} on this broker")
         if mechanism not in sasl.mechanisms and mechanism != "PLAIN":
             raise ValueError(f"{mechanism} is not enabled on this broker ({', '.join(sasl.mechanisms)})")
+        if mechanism == "OAUTHBEARER":
+            from staticconsumer.testing.oauth import UnsecuredTokenProvider
+
+            return {
+                "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": mechanism,
+                "sasl_oauth_token_provider": UnsecuredTokenProvider(name),
+            }
         return {
             "security_protocol": "SASL_PLAINTEXT",
             "sasl_mechanism": mechanism,
@@ -125,8 +142,8 @@ class SaslUsers:
     def client_kwargs(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, Any]:
         """aiokafka client keyword arguments for ``user`` (default: the super user); empty without SASL."""
         fields = self.settings(user, mechanism)
-        if not fields:
-            return {}
+        if not fields or mechanism == "OAUTHBEARER":
+            return fields
         return {
             "security_protocol": fields["security_protocol"],
             "sasl_mechanism": fields["sasl_mechanism"],

@@ -9,6 +9,7 @@ One broker for the module: SASL_PLAINTEXT for the helpers, SSL and SASL_SSL list
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from aiokafka import AIOKafkaProducer
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import AuthenticationFailedError, BrokerHandshakeError
 from staticconsumer.testing.broker import BrokerSettings, EmbeddedKafka, SaslSettings
+from staticconsumer.testing.oauth import UnsecuredTokenProvider
 
 from .support import FAST, consume
 
@@ -28,7 +30,8 @@ USERS = {"alice": "alice-pw-tls"}
 
 @pytest.fixture(scope="module")
 def secure_kafka() -> Iterator[EmbeddedKafka]:
-    settings = BrokerSettings(tls=True, sasl=SaslSettings(users=USERS, authorizer=False))
+    sasl = SaslSettings(users=USERS, authorizer=False, mechanisms=("PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"))
+    settings = BrokerSettings(tls=True, sasl=sasl)
     with EmbeddedKafka(settings=settings) as kafka:
         yield kafka
 
@@ -50,6 +53,9 @@ CONNECTIONS: dict[str, Callable[[EmbeddedKafka], dict[str, Any]]] = {
     "sasl-ssl-aiokafka-keywords": lambda kafka: kafka.tls_client_kwargs("alice", sasl=True),
     "sasl-ssl-our-settings-scram": lambda kafka: kafka.tls_settings("alice", "SCRAM-SHA-256", sasl=True),
     "ssl-our-settings": lambda kafka: kafka.tls_settings(),
+    "sasl-ssl-oauthbearer-token-provider": lambda kafka: kafka.tls_client_kwargs(
+        "alice", "OAUTHBEARER", sasl=True
+    ),
 }
 
 
@@ -94,6 +100,22 @@ async def test_a_static_member_consumes_commits_and_restarts_without_a_rebalance
         assert again.settings.security_protocol in ("SSL", "SASL_SSL")
     described = await _describe(secure_kafka, unique_group)
     assert described == ["pod-0"], "one member, the static one: it never left"
+
+
+async def test_the_token_provider_is_asked_by_the_membership_thread_and_the_fetcher(
+    secure_kafka: EmbeddedKafka, unique_group: str
+) -> None:
+    topic = f"{unique_group}-t"
+    secure_kafka.create_topic(topic, 1)
+    await _produce(secure_kafka, topic, 0, 2)
+    connect = secure_kafka.tls_client_kwargs("alice", "OAUTHBEARER", sasl=True)
+    tokens = connect["sasl_oauth_token_provider"]
+    assert isinstance(tokens, UnsecuredTokenProvider)
+    consumer = StaticConsumer(topic, group_id=unique_group, group_instance_id="pod-0", **FAST, **connect)
+    async with consumer:
+        assert len(await consume(consumer, 2)) == 2
+    assert threading.current_thread().name in tokens.threads, "the fetcher, on the application's loop"
+    assert len(tokens.threads) >= 2, f"the membership thread too: {tokens.threads}"
 
 
 async def _describe(kafka: EmbeddedKafka, group: str) -> list[str | None]:

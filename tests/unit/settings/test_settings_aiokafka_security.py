@@ -133,6 +133,8 @@ def test_oauthbearer_carries_the_token_provider_and_needs_one() -> None:
     assert kwargs["sasl_oauth_token_provider"] is tokens
     assert "sasl_plain_username" not in kwargs, "OAUTHBEARER logs in without a user name"
     assert StaticConsumer("t", settings=settings)._fetcher_kwargs()["sasl_oauth_token_provider"] is tokens
+    assert "token-of-orders" not in repr(settings)
+    assert "sasl_oauth_token_provider=<Tokens>" in repr(settings)
 
     missing = _problems(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER")
     assert (

@@ -68,7 +68,9 @@ class StaticConsumer:
     group_instance_id="billing-0")``; any other setting by its field name in
     ``staticconsumer.settings.Settings``, or a ready ``settings=``. ``pattern=`` subscribes by regex;
     with neither topics nor pattern, call ``subscribe()`` (before or after ``start()``, as in aiokafka).
-    ``key_deserializer``, ``value_deserializer`` and ``consumer_timeout_ms`` are aiokafka's.
+    ``key_deserializer``, ``value_deserializer`` and ``consumer_timeout_ms`` are aiokafka's, and so are
+    its security keywords (``ssl_context``, ``sasl_plain_username``, ``sasl_oauth_token_provider``...):
+    settings too, used by every connection of the consumer (docs/configuration.md, security section).
 
     ``request_hook(api_name, version, message)`` sees every group request just before it is sent
     (diagnostics and tests; it runs on the membership thread and must not block). ``observers`` see

@@ -63,9 +63,15 @@ class CoordinatorAddress:
 def principal_of(settings: Settings) -> str:
     """The principal the brokers most likely see, for ACL hints (Kafka's default principal builder)."""
     if settings.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        if settings.sasl_mechanism == "OAUTHBEARER":
+            return "User:<the subject (sub claim) of your OAuth token>"
+        if settings.sasl_mechanism == "GSSAPI":
+            return "User:<the primary name of your Kerberos principal>"
         return f"User:{settings.sasl_username}"
     if settings.security_protocol == "SSL" and settings.ssl_certificate_location:
         return "User:<the distinguished name of your client certificate>"
+    if settings.security_protocol == "SSL" and settings.ssl_context is not None:
+        return "User:<ANONYMOUS, or the distinguished name of the certificate your ssl_context presents>"
     return "User:ANONYMOUS"
 
 

@@ -185,3 +185,22 @@ def test_gssapi_says_what_is_missing_and_carries_the_kerberos_names_when_it_can(
         "kafka.example.com",
     )
     assert "sasl_plain_username" not in kwargs
+
+
+def test_acl_hints_name_the_principal_each_way_of_logging_in_gives() -> None:
+    from staticconsumer.connection.access import principal_of
+
+    oauth = Settings.from_env(
+        {},
+        **BASE,
+        security_protocol="SASL_SSL",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=Tokens(),
+    )
+    assert principal_of(oauth) == "User:<the subject (sub claim) of your OAuth token>"
+    plain = Settings.from_env(
+        {}, **BASE, security_protocol="SASL_SSL", sasl_plain_username="svc", sasl_plain_password="pw"
+    )
+    assert principal_of(plain) == "User:svc"
+    context = Settings.from_env({}, **BASE, security_protocol="SSL", ssl_context=ssl.create_default_context())
+    assert "certificate your ssl_context presents" in principal_of(context)

@@ -48,3 +48,16 @@ def test_cooperative_rebalance_moves_only_what_the_newcomer_takes() -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "protocol: cooperative" in result.stdout
     assert result.stdout.count("fetching throughout, gave up") == 2
+
+
+@pytest.mark.kafka
+def test_the_sasl_ssl_example_consumes_with_aiokafkas_security_keywords() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "sasl_ssl_consumer.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("over SASL_SSL") == 5
+    assert "billing-secret" not in result.stdout + result.stderr

@@ -935,9 +935,11 @@ def _unknown_keywords(overrides: Mapping[str, object]) -> list[SettingProblem]:
             continue
         import difflib  # not at import time: only a misspelt name needs suggestions
 
-        close = difflib.get_close_matches(keyword, list(SPEC_BY_FIELD), n=1, cutoff=0.6)
+        known = [*SPEC_BY_FIELD, *OBJECT_FIELDS, *AIOKAFKA_SPELLINGS]
+        close = difflib.get_close_matches(keyword, known, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
-        secretish = _SECRET_LOOKING.search(keyword) or (close and SPEC_BY_FIELD[close[0]].secret)
+        meant = SPEC_BY_FIELD.get(AIOKAFKA_SPELLINGS.get(close[0], close[0])) if close else None
+        secretish = _SECRET_LOOKING.search(keyword) or (meant is not None and meant.secret)
         # None and functions hold no secret (key_deserializer=None is not a password): shown as they are.
         could_hide = overrides[keyword] is not None and not callable(overrides[keyword])
         value = MASK if secretish and could_hide else _show(overrides[keyword], None)

@@ -204,3 +204,10 @@ def test_acl_hints_name_the_principal_each_way_of_logging_in_gives() -> None:
     assert principal_of(plain) == "User:svc"
     context = Settings.from_env({}, **BASE, security_protocol="SSL", ssl_context=ssl.create_default_context())
     assert "certificate your ssl_context presents" in principal_of(context)
+
+
+def test_a_misspelt_aiokafka_keyword_is_pointed_at_the_right_one_masked() -> None:
+    problems = _problems(ssl_contxt=ssl.create_default_context(), sasl_plain_pasword="pw-of-svc")
+    assert "did you mean ssl_context?" in problems["ssl_contxt (keyword argument)"]
+    assert problems["sasl_plain_pasword (keyword argument)"].startswith("*** ")
+    assert "did you mean sasl_plain_password?" in problems["sasl_plain_pasword (keyword argument)"]

@@ -80,6 +80,15 @@ class StaticConsumer:
 
     _running_identities: ClassVar[set[tuple[str, str]]] = set()
 
+    def __new__(cls, *topics: str, settings: Settings | None = None, **options: Any) -> StaticConsumer:
+        """``group_id=None`` (or group-less ``settings``) builds aiokafka's consumer without a group,
+        ``staticconsumer._groupless.GrouplessConsumer``; its module loads only then."""
+        if cls is StaticConsumer and _without_group(settings, options):
+            from staticconsumer._groupless import GrouplessConsumer
+
+            return super().__new__(GrouplessConsumer)
+        return super().__new__(cls)
+
     def __init__(
         self,
         *topics: str,
@@ -97,7 +106,10 @@ class StaticConsumer:
             settings = Settings.from_env(environ={}, **{**_settings_fields(settings), **options})
         self.settings = settings or Settings.from_env(environ={}, **options)
         if not self.settings.group_id:
-            raise ConfigurationError("group_id is required: StaticConsumer always joins a consumer group")
+            raise ConfigurationError(
+                f"{type(self).__name__} joins a consumer group and needs a group_id; only StaticConsumer "
+                "itself builds a consumer without a group (group_id=None)"
+            )
         if topics and pattern:
             raise ConfigurationError("subscribe to topics or to a pattern, not both")
         self._fetcher_options = _fetcher_options(fetcher_options)
@@ -778,15 +790,16 @@ class StaticConsumer:
         return not names and regex is None
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
-        """Not supported: a StaticConsumer's partitions always come from its group.
+        """Not supported with a group: a StaticConsumer's partitions come from its group.
 
-        For manual assignment without a group, use aiokafka's ``AIOKafkaConsumer(group_id=None)`` and its
-        ``assign()``; static membership has nothing to add there.
+        aiokafka's manual assignment within a group (committing through the group's coordinator as no
+        member) would bypass the membership this SDK is for. Without a group, ``StaticConsumer(...,
+        group_id=None)`` assigns as aiokafka does.
         """
         raise IllegalStateError(
-            "assign() is not supported: a StaticConsumer always takes its partitions from its consumer group "
-            "(subscribe() to topics or a pattern). For manual assignment without a group, use aiokafka's "
-            "AIOKafkaConsumer(group_id=None) and its assign()"
+            "assign() is not supported with a group: a StaticConsumer with a group_id takes its partitions "
+            "from its consumer group (subscribe() to topics or a pattern). For manual assignment, build it "
+            "with group_id=None (no group, no commits), as aiokafka's AIOKafkaConsumer(group_id=None)"
         )
 
     async def topics(self) -> set[str]:
@@ -820,6 +833,14 @@ def _event_log(settings: Settings) -> EventLog | None:
     from staticconsumer.eventlog import EventLog
 
     return EventLog.from_settings(settings)
+
+
+def _without_group(settings: Settings | None, options: Mapping[str, Any]) -> bool:
+    """Whether the constructor's arguments ask for a consumer without a group: ``group_id=None``, or
+    settings made with it and no ``group_id`` keyword overriding them."""
+    if "group_id" in options:
+        return options["group_id"] is None
+    return settings is not None and settings.groupless
 
 
 def _kafka(tp: TopicPartition) -> KafkaTopicPartition:

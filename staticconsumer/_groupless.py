@@ -1,4 +1,4 @@
-"""``StaticConsumer(group_id=None)``: aiokafka's consumer without a group, for services ported from aiokafka.
+"""``StaticConsumer(group_id=None)``: aiokafka's consumer without a group, for services ported from it.
 
 There is no group to be a static member of, so there is no membership thread, no group request and no
 instance lock: the consumer is the fetcher every StaticConsumer already has (an ``AIOKafkaConsumer``
@@ -362,7 +362,11 @@ class GrouplessConsumer(StaticConsumer):
         _requires_group("committed()")
 
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
-        """Refused: committed offsets are a group's (aiokafka: ``IllegalOperation``)."""
+        """Refused: committed offsets are a group's (aiokafka: ``IllegalOperation``). As in aiokafka,
+        bad or unassigned partitions are reported first (TypeError, IllegalStateError)."""
+        wanted = _inputs.partitions(partitions, "partitions")
+        if self._fetcher is not None and not self._stopping:
+            self._owned(wanted, "seek_to_committed")
         _requires_group("seek_to_committed()")
 
 

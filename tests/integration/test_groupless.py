@@ -242,6 +242,8 @@ async def test_what_needs_a_group_is_refused_as_aiokafka_refuses_it(
             await consumer.committed(tp)
         with pytest.raises(IllegalOperation, match=r"seek_to_committed\(\) requires a group_id"):
             await consumer.seek_to_committed(tp)
+        with pytest.raises(IllegalStateError, match=rf"seek_to_committed\({topic}\[1\]\): not assigned"):
+            await consumer.seek_to_committed(TopicPartition(topic, 1))  # as aiokafka: checked first
         assert topic in await consumer.topics()
         await eventually(
             lambda: consumer.partitions_for_topic(topic) == {0}, 10, "the assigned topic's metadata"

@@ -5,6 +5,7 @@ group request ever leaves the client; what needs a group is refused as aiokafka 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -179,8 +180,10 @@ async def test_subscribe_without_a_group_takes_every_partition(
     bootstrap = kafka_broker.bootstrap_servers
     first = create_topic(partitions=3)
     second = create_topic(f"{unique_topic}-second", partitions=2)
+    third = create_topic(f"{unique_topic}-third")
     await _produce(bootstrap, first, {0: 1, 1: 2, 2: 1})
     await _produce(bootstrap, second, {0: 1, 1: 1})
+    await _produce(bootstrap, third, {0: 1})
     async with _groupless(bootstrap, first) as consumer:
         assert consumer.subscription() == {first}
         assert consumer.assignment() == {TopicPartition(first, p) for p in range(3)}
@@ -210,6 +213,10 @@ async def test_subscribe_without_a_group_takes_every_partition(
         assert await _values(consumer, 2) == {TopicPartition(first, 1): ["p1-0", "p1-1"]}
         with pytest.raises(IllegalStateError, match="partitions were assigned with assign\\(\\)"):
             consumer.subscribe([first])
+        consumer.unsubscribe()
+        consumer.subscribe(pattern=re.escape(third) + "$")  # a pattern: the matching topics' partitions
+        await eventually(lambda: consumer.subscription() == {third}, 10, "the pattern matched")
+        assert await _values(consumer, 1) == {TopicPartition(third, 0): ["p0-0"]}
     assert GROUP_APIS.isdisjoint(sent_requests), sorted(GROUP_APIS & set(sent_requests))
 
 

@@ -118,6 +118,7 @@ class GrouplessConsumer(StaticConsumer):
             await fetcher.start()
         except BaseException:
             await self._shut_down(leave_group=False)
+            self._fetcher, self._stopping = None, False  # start() may be tried again, as in aiokafka
             raise
         client = _aiokafka.fetcher_client(fetcher)
         monitor.watch(client)

@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 import pytest
-from aiokafka.errors import IllegalOperation
+from aiokafka.errors import IllegalOperation, KafkaConnectionError
 
 from staticconsumer import StaticConsumer
 from staticconsumer._groupless import GrouplessConsumer
+from staticconsumer.connection import ConnectionState
 from staticconsumer.errors import ConfigurationError, ConsumerStoppedError, IllegalStateError, SettingsError
 from staticconsumer.membership import MembershipObserver, TopicPartition
 from staticconsumer.settings import Settings
@@ -156,3 +157,12 @@ async def test_commits_and_committed_offsets_need_a_group() -> None:
             IllegalOperation, match=r"requires a group_id: this consumer was built with group_id=None"
         ):
             await call
+
+
+async def test_a_failed_start_can_be_retried() -> None:
+    consumer = _groupless(request_timeout_ms=1000, retry_backoff_ms=10)  # nothing listens on port 1
+    for _ in range(2):
+        with pytest.raises(KafkaConnectionError, match="Unable to bootstrap"):
+            await consumer.start()
+        assert consumer.connection_state is ConnectionState.DISCONNECTED
+    await consumer.stop()

@@ -108,6 +108,11 @@ async def test_assign_seek_and_offsets_without_a_group(
         assert consumer.highwater(tp0) == 5
         assert await consumer.end_offsets([tp0, tp1]) == {tp0: 5, tp1: 3}
         assert await consumer.beginning_offsets([tp0, tp1]) == {tp0: 0, tp1: 0}
+        found = await consumer.offsets_for_times({tp1: 0})
+        assert found[tp1] is not None
+        assert found[tp1].offset == 0
+        assert consumer.last_stable_offset(tp0) == 5  # no transactions: the high watermark
+        assert consumer.last_poll_timestamp(tp0) is not None
 
         consumer.seek(tp0, 3)
         assert await consumer.position(tp0) == 3

@@ -106,10 +106,7 @@ class StaticConsumer:
             settings = Settings.from_env(environ={}, **{**_settings_fields(settings), **options})
         self.settings = settings or Settings.from_env(environ={}, **options)
         if not self.settings.group_id:
-            raise ConfigurationError(
-                f"{type(self).__name__} joins a consumer group and needs a group_id; only StaticConsumer "
-                "itself builds a consumer without a group (group_id=None)"
-            )
+            raise ConfigurationError("group_id is required: StaticConsumer always joins a consumer group")
         if topics and pattern:
             raise ConfigurationError("subscribe to topics or to a pattern, not both")
         self._fetcher_options = _fetcher_options(fetcher_options)

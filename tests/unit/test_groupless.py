@@ -99,7 +99,7 @@ def test_a_subclass_cannot_drop_the_group() -> None:
     class Billing(StaticConsumer):
         pass
 
-    with pytest.raises(ConfigurationError, match="Billing joins a consumer group and needs a group_id"):
+    with pytest.raises(ConfigurationError, match="group_id is required"):
         Billing("orders", bootstrap_servers=SERVERS, group_id=None)
 
 

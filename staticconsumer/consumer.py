@@ -82,6 +82,15 @@ class StaticConsumer:
 
     _running_identities: ClassVar[set[tuple[str, str]]] = set()
 
+    def __new__(cls, *topics: str, settings: Settings | None = None, **options: Any) -> StaticConsumer:
+        """``group_id=None`` (or group-less ``settings``) builds aiokafka's consumer without a group,
+        ``staticconsumer._groupless.GrouplessConsumer``; its module loads only then."""
+        if cls is StaticConsumer and _without_group(settings, options):
+            from staticconsumer._groupless import GrouplessConsumer
+
+            return super().__new__(GrouplessConsumer)
+        return super().__new__(cls)
+
     def __init__(
         self,
         *topics: str,
@@ -780,15 +789,16 @@ class StaticConsumer:
         return not names and regex is None
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
-        """Not supported: a StaticConsumer's partitions always come from its group.
+        """Not supported with a group: a StaticConsumer's partitions come from its group.
 
-        For manual assignment without a group, use aiokafka's ``AIOKafkaConsumer(group_id=None)`` and its
-        ``assign()``; static membership has nothing to add there.
+        aiokafka's manual assignment within a group (committing through the group's coordinator as no
+        member) would bypass the membership this SDK is for. Without a group, ``StaticConsumer(...,
+        group_id=None)`` assigns as aiokafka does.
         """
         raise IllegalStateError(
-            "assign() is not supported: a StaticConsumer always takes its partitions from its consumer group "
-            "(subscribe() to topics or a pattern). For manual assignment without a group, use aiokafka's "
-            "AIOKafkaConsumer(group_id=None) and its assign()"
+            "assign() is not supported with a group: a StaticConsumer with a group_id takes its partitions "
+            "from its consumer group (subscribe() to topics or a pattern). For manual assignment, build it "
+            "with group_id=None (no group, no commits), as aiokafka's AIOKafkaConsumer(group_id=None)"
         )
 
     async def topics(self) -> set[str]:
@@ -822,6 +832,15 @@ def _event_log(settings: Settings) -> EventLog | None:
     from staticconsumer.eventlog import EventLog
 
     return EventLog.from_settings(settings)
+
+
+def _without_group(settings: Settings | None, options: Mapping[str, Any]) -> bool:
+    """Whether the constructor's arguments ask for a consumer without a group: ``group_id=None``, or
+    settings made with it and no ``group_id`` keyword overriding them. A group_id left out is still
+    missing (a SettingsError), not aiokafka's default: forgetting it must not silently drop commits."""
+    if "group_id" in options:
+        return options["group_id"] is None
+    return settings is not None and settings.groupless
 
 
 def _kafka(tp: TopicPartition) -> KafkaTopicPartition:

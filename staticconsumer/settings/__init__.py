@@ -185,7 +185,12 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
     SettingSpec(
         "bootstrap_servers", "bootstrap.servers", "list", "Brokers to fetch cluster metadata from. Required."
     ),
-    SettingSpec("group_id", "group.id", "string", "The consumer group. Required."),
+    SettingSpec(
+        "group_id",
+        "group.id",
+        "string",
+        "The consumer group. Required; group_id=None in code makes a consumer without a group.",
+    ),
     SettingSpec(
         "group_instance_id",
         "group.instance.id",
@@ -545,7 +550,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         values = {spec.field: getattr(self, spec.field) for spec in SETTINGS}
         labels = _Labels.for_fields(values)
         explicit = self.configured_fields()
-        problems = _check_fields(values, labels) + _check_combinations(values, labels, explicit)
+        groupless = self.group_id == "" and "group_id" in self.explicit_fields
+        problems = _check_fields(values, labels, groupless) + _check_combinations(
+            values, labels, explicit, groupless
+        )
         problems += _object_problems(values, {name: getattr(self, name) for name in OBJECT_FIELDS}, labels)
         unknown = sorted(self.explicit_fields - SPEC_BY_FIELD.keys())
         if unknown:
@@ -575,6 +583,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return _from_env(os.environ if environ is None else environ, prefix, ignore, overrides)
 
     @property
+    def groupless(self) -> bool:
+        """Whether these are settings of a consumer without a group (``group_id=None``): it joins no
+        group and commits nothing. Stored as an empty group_id configured explicitly."""
+        return not self.group_id
+
+    @property
     def is_static(self) -> bool:
         """Whether this consumer is a static member (has a group.instance.id)."""
         return self.group_instance_id is not None
@@ -586,7 +600,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             return self.client_id
         if self.group_instance_id is not None:
             return f"consumer-{self.group_id}-{self.group_instance_id}"
-        return f"consumer-{self.group_id}"
+        return f"consumer-{self.group_id}" if self.group_id else "consumer"
 
     def for_worker(self, index: int) -> Settings:
         """Settings for the ``index``-th of several consumers in one process, each with its own instance id.
@@ -855,6 +869,14 @@ def _from_env(
     explicit: set[str] = {str(name) for name in carried} if isinstance(carried, Collection) else set()
     objects: dict[str, Any] = {name: overrides.pop(name) for name in OBJECT_FIELDS if name in overrides}
     spelled, problems = _take_aiokafka_spellings(overrides, revalidating)
+    # group_id=None asks for a consumer without a group, kept as "" marked configured; a blank group_id
+    # given any other way is still missing (a forgotten KAFKA_GROUP_ID must not drop the group).
+    groupless = "group_id" in overrides and overrides["group_id"] is None
+    if groupless:
+        overrides["group_id"] = ""
+        explicit.add("group_id")
+    elif revalidating and overrides.get("group_id") == "" and "group_id" in explicit:
+        groupless = True  # a group-less Settings re-validated with changes
     for spec in SETTINGS:
         variable = spec.env_var(prefix)
         if spec.field in overrides:
@@ -886,8 +908,8 @@ def _from_env(
             problems.append(SettingProblem(names[spec.field], shown[spec.field], bad.allowed))
 
     labels = _Labels(names, shown)
-    problems.extend(_check_fields(values, labels))
-    problems.extend(_check_combinations(values, labels, explicit))
+    problems.extend(_check_fields(values, labels, groupless))
+    problems.extend(_check_combinations(values, labels, explicit, groupless))
     problems.extend(_object_problems(values, objects, labels))
     problems.extend(_unknown_keywords(overrides))
     problems.extend(_typos(environ, prefix, ignore))
@@ -978,11 +1000,14 @@ def _typos(environ: Mapping[str, str], prefix: str, ignore: Collection[str]) -> 
 # --- validation --------------------------------------------------------------------------------------
 
 
-def _check_fields(values: Mapping[str, object], labels: _Labels) -> list[SettingProblem]:
-    """Rules about one field at a time; fields that failed to parse are absent and skipped."""
+def _check_fields(
+    values: Mapping[str, object], labels: _Labels, groupless: bool = False
+) -> list[SettingProblem]:
+    """Rules about one field at a time; fields that failed to parse are absent and skipped.
+    ``groupless``: group_id was given as None, so its empty value is not a missing one."""
     problems: list[SettingProblem] = []
     for spec in SETTINGS:
-        if spec.field not in values:
+        if spec.field not in values or (groupless and spec.field == "group_id"):
             continue
         value = values[spec.field]
         allowed = _field_problem(spec, value)
@@ -1022,6 +1047,8 @@ def _field_problem(spec: SettingSpec, value: object) -> str | None:
         return _instance_id_problem(value)
     if spec.kind == "string":
         if not isinstance(value, str) or not value.strip():
+            if spec.field == "group_id":
+                return "required; set it to a non-empty string (group_id=None in code: no group)"
             return "required; set it to a non-empty string"
         return None
     return None if value is None or isinstance(value, str) else "wrong type; expected a string or None"
@@ -1092,11 +1119,12 @@ def _instance_id_problem(value: object) -> str | None:
 
 
 def _check_combinations(
-    values: Mapping[str, object], labels: _Labels, explicit: Collection[str] = ()
+    values: Mapping[str, object], labels: _Labels, explicit: Collection[str] = (), groupless: bool = False
 ) -> list[SettingProblem]:
     """Rules between fields; each runs only when the fields it needs parsed and are individually valid.
 
-    ``explicit`` names the fields that were configured rather than defaulted (group protocol rules)."""
+    ``explicit`` names the fields that were configured rather than defaulted (group protocol rules);
+    ``groupless``: group_id was given as None."""
     valid = {
         field: value for field, value in values.items() if _field_problem(SPEC_BY_FIELD[field], value) is None
     }
@@ -1139,6 +1167,14 @@ def _check_combinations(
     if isinstance(protocol, str):
         problems.extend(_security_problems(protocol, valid, labels))
     problems.extend(_group_protocol_problems(valid, labels, explicit))
+    if groupless and valid.get("group_instance_id") is not None:
+        problems.append(
+            labels.problem(
+                "group_instance_id",
+                "set without a group (group_id=None): a static member is a member of a group; "
+                "unset group_instance_id, or set group_id",
+            )
+        )
     return problems
 
 

@@ -196,7 +196,7 @@ def test_seek_checks_its_arguments_first() -> None:
 
 
 def test_assign_is_refused_with_the_way_out() -> None:
-    with pytest.raises(IllegalStateError, match=re.escape("use aiokafka's AIOKafkaConsumer(group_id=None)")):
+    with pytest.raises(IllegalStateError, match=re.escape("build it with group_id=None")):
         _consumer("orders").assign([TP])
 
 

@@ -24,11 +24,13 @@ NEVER_AT_START = (
     "staticconsumer.eventlog",
     "staticconsumer.testing",
     "staticconsumer.cli",
+    "staticconsumer._groupless",
 )
 """Heavy or tool-only modules: analytics and admin tools, test helpers, the event log (only when
 configured), OpenTelemetry (only once the process uses it), ``importlib.metadata`` (the package
 version is ``staticconsumer.__version__``), and anyio (the membership loop uses the standard library's
-task groups: anyio's asyncio backend cost ~15 ms of CPU at every start)."""
+task groups: anyio's asyncio backend cost ~15 ms of CPU at every start); the consumer without a group
+(``group_id=None``) loads only when one is built."""
 
 
 def _loaded_after(code: str, environ: dict[str, str] | None = None) -> list[str]:

@@ -575,7 +575,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             problems.append(SettingProblem("explicit_fields", repr(unknown), "only names of Settings fields"))
         if problems:
             raise SettingsError(_sorted_by_field(problems, labels.names))
-        servers = tuple(with_default_port(server) for server in self.bootstrap_servers)
+        servers = tuple(_with_default_port(server) for server in self.bootstrap_servers)
         if servers != self.bootstrap_servers:  # every reader of the settings sees host:port
             msgspec.structs.force_setattr(self, "bootstrap_servers", servers)
 
@@ -1055,7 +1055,7 @@ def _list_problem(spec: SettingSpec, value: object) -> str | None:
         return f"required; expected {spec.allowed()}"
     if spec.field == "assignors":
         return _assignors_problem(value)
-    bad = [server for server in value if _host_port_problem(with_default_port(server))]
+    bad = [server for server in value if _host_port_problem(_with_default_port(server))]
     if bad:
         return (
             f"{', '.join(repr(server) for server in bad)}: expected host or host:port with a port from 1 "
@@ -1081,7 +1081,7 @@ def _assignors_problem(value: tuple[str, ...]) -> str | None:
     return None
 
 
-def with_default_port(server: str) -> str:
+def _with_default_port(server: str) -> str:
     """``server`` as ``host:port``: aiokafka's reading of a server given without a port (port 9092; a
     bare IPv6 address is bracketed). Anything else, malformed included, is left for validation."""
     text = server.strip()

@@ -307,8 +307,11 @@ def any_node(client: Any) -> int:
     return node
 
 
-async def topic_partitions(client: Any, topics: frozenset[str] | None) -> dict[str, list[PartitionReplicas]]:
-    """Fresh metadata: partitions and replica racks per topic (all topics when ``topics`` is None).
+async def topic_partitions(
+    client: Any, topics: frozenset[str] | None, *, internal: bool = False
+) -> dict[str, list[PartitionReplicas]]:
+    """Fresh metadata: partitions and replica racks per topic (all topics when ``topics`` is None;
+    internal ones such as ``__consumer_offsets`` among them only with ``internal``).
 
     Named topics are asked for by name, never auto-created: a leader in a cluster of thousands of
     topics asks for its group's few, not for all of them before every assignment. A topic that does
@@ -327,7 +330,7 @@ async def topic_partitions(client: Any, topics: frozenset[str] | None) -> dict[s
         )
         cluster = ClusterMetadata()
         cluster.update_metadata(response)
-    wanted = cluster.topics() if topics is None else topics
+    wanted = cluster.topics(exclude_internal_topics=not internal) if topics is None else topics
     result: dict[str, list[PartitionReplicas]] = {}
     for topic in wanted:
         partitions = cluster.partitions_for_topic(topic)

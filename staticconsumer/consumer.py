@@ -55,6 +55,10 @@ FETCHER_OPTIONS = ("key_deserializer", "value_deserializer", "consumer_timeout_m
 """aiokafka consumer options that are not settings: they configure how records are fetched and decoded
 (callables and a polling detail), so they go to the fetcher as given, never into Settings or the env."""
 
+CONSTRUCTOR_OPTIONS = ("request_hook", "observers", "telemetry", "api_version_caps", *FETCHER_OPTIONS)
+"""Options of the constructor that are not settings (objects and callables, never in the environment):
+``from_env`` takes them as keywords too and hands them to the constructor."""
+
 POLL_TICK = 0.01
 """Seconds between two rounds of the per-poll work (the liveness report, the auto-commit check, the
 record tracer's look for an SDK) while ``getone``/``async for`` hand over buffered records: each is
@@ -105,8 +109,8 @@ class StaticConsumer:
     ) -> None:
         fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
         if settings is not None and options:
-            settings = Settings.from_env(environ={}, **{**_settings_fields(settings), **options})
-        self.settings = settings or Settings.from_env(environ={}, **options)
+            settings = Settings.from_keywords(**{**_settings_fields(settings), **options})
+        self.settings = settings or Settings.from_keywords(**options)
         if not self.settings.group_id:
             raise ConfigurationError("group_id is required: StaticConsumer always joins a consumer group")
         if topics and pattern:
@@ -114,7 +118,9 @@ class StaticConsumer:
         self._fetcher_options = _fetcher_options(fetcher_options)
         names = _inputs.topics(topics) if topics else frozenset()
         regex = _inputs.pattern(pattern) if pattern is not None else None
-        self._subscription = Subscription(names, regex)
+        self._subscription = Subscription(
+            names, regex, exclude_internal=self.settings.exclude_internal_topics
+        )
         self._wanted: tuple[frozenset[str], str | None] = (names, regex)
         self._request_hook = request_hook
         self.event_log = _event_log(self.settings)
@@ -156,6 +162,7 @@ class StaticConsumer:
             client_id=s.effective_client_id,
             group_instance_id=s.group_instance_id,
             bootstrap_servers=s.bootstrap_servers,
+            key_max_length=s.telemetry_key_max_length,
             lag=self._partition_lag,
         )
 
@@ -172,13 +179,19 @@ class StaticConsumer:
     ) -> StaticConsumer:
         """Settings from ``<prefix>*`` environment variables; keyword arguments (setting fields) win.
 
-        ``consumer_options`` passes constructor options that are not settings (``telemetry``,
-        ``observers``, ``request_hook``, ``api_version_caps``, ``key_deserializer``, ...).
+        The constructor's options that are not settings (``telemetry``, ``observers``, ``request_hook``,
+        ``api_version_caps``, ``key_deserializer``, ``value_deserializer``, ``consumer_timeout_ms``)
+        are keywords here too, as in the constructor; ``consumer_options`` (a mapping of them) still
+        works. Errors name the environment variable, or the keyword argument that was given.
         """
+        options = dict(consumer_options or {})
+        for name in CONSTRUCTOR_OPTIONS:
+            if name in overrides:
+                if name in options:
+                    raise TypeError(f"{name} is given twice: as a keyword argument and in consumer_options")
+                options[name] = overrides.pop(name)
         settings = Settings.from_env(environ, prefix, **overrides)
-        return cls(
-            *topics, pattern=pattern, settings=settings, listener=listener, **dict(consumer_options or {})
-        )
+        return cls(*topics, pattern=pattern, settings=settings, listener=listener, **options)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -278,6 +291,7 @@ class StaticConsumer:
             max_partition_fetch_bytes=s.max_partition_fetch_bytes,
             fetch_max_wait_ms=s.fetch_max_wait_ms,
             max_poll_records=s.max_poll_records,
+            check_crcs=s.check_crcs,
             **self._fetcher_options,
         )
         return kwargs

@@ -250,7 +250,11 @@ class MembershipLoop:
     async def _resubscribe(self, reason: str) -> None:
         if self._topics.pattern is not None:
             try:
-                self._topics.refresh(await _aiokafka.topic_partitions(self._client, None))
+                self._topics.refresh(
+                    await _aiokafka.topic_partitions(
+                        self._client, None, internal=not self._topics.exclude_internal
+                    )
+                )
             except Exception as error:  # matched at the next refresh instead
                 log.info("metadata for the new subscription pattern failed: %s", error)
         self.update_protocols(reason)
@@ -675,7 +679,9 @@ class MembershipLoop:
         return GroupView(group.group_state, members)
 
     async def _refresh_pattern(self) -> None:
-        metadata = await _aiokafka.topic_partitions(self._client, None)
+        metadata = await _aiokafka.topic_partitions(
+            self._client, None, internal=not self._topics.exclude_internal
+        )
         changed = self._topics.refresh(metadata)
         if changed is not None and self.machine.state is not MemberState.NOT_STARTED:
             added, removed = changed

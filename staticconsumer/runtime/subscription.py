@@ -7,9 +7,13 @@ from collections.abc import Iterable
 
 
 class Subscription:
-    """Topics by name, or by a regular expression (matched whole, internal ``__`` topics never)."""
+    """Topics by name, or by a regular expression (matched whole; internal ``__`` topics only when
+    ``exclude_internal`` is off: exclude.internal.topics=false)."""
 
-    def __init__(self, topics: Iterable[str] = (), pattern: str | None = None) -> None:
+    def __init__(
+        self, topics: Iterable[str] = (), pattern: str | None = None, *, exclude_internal: bool = True
+    ) -> None:
+        self.exclude_internal = exclude_internal
         self.names = frozenset(topics)
         self.pattern = re.compile(pattern) if pattern else None
         self._matched: frozenset[str] = frozenset()
@@ -35,7 +39,8 @@ class Subscription:
         """Match the pattern against ``existing`` topics; (added, removed) when that changed the topics."""
         if self.pattern is None:
             return None
-        matched = frozenset(t for t in existing if self.pattern.fullmatch(t) and not t.startswith("__"))
+        pattern, internal_too = self.pattern, not self.exclude_internal
+        matched = frozenset(t for t in existing if pattern.fullmatch(t) and (internal_too or t[:2] != "__"))
         if matched == self._matched:
             return None
         added, removed = matched - self._matched, self._matched - matched

@@ -51,6 +51,13 @@ MAX_SESSION_TIMEOUT_MS: Final = 1_800_000
 MAX_INT32: Final = 2_147_483_647
 """Kafka's numeric settings are Java ints; anything larger cannot be sent on the wire."""
 
+DEFAULT_KAFKA_PORT: Final = 9092
+"""The port of a bootstrap server given without one, as aiokafka and the Java client assume."""
+
+DEFAULT_TELEMETRY_KEY_MAX_LENGTH: Final = 64
+"""``RecordTracer``'s default (``telemetry.records.DEFAULT_KEY_MAX_LENGTH``), repeated here so reading
+settings never imports OpenTelemetry; a unit test keeps the two equal."""
+
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
 AutoOffsetReset = Literal["earliest", "latest", "none"]
@@ -151,6 +158,8 @@ class SettingSpec:
     maximum: int = MAX_INT32
     allowed_text: str = ""
     """Overrides the generic description of valid values where the generic one would mislead."""
+    none_allowed: bool = False
+    """An int setting that also takes None (``none`` in the environment): aiokafka's "no limit"."""
 
     def env_var(self, prefix: str = DEFAULT_PREFIX) -> str:
         """The environment variable: Kafka's convention of upper case with dots and dashes as underscores."""
@@ -183,7 +192,12 @@ class SettingSpec:
 
 SETTINGS: Final[tuple[SettingSpec, ...]] = (
     SettingSpec(
-        "bootstrap_servers", "bootstrap.servers", "list", "Brokers to fetch cluster metadata from. Required."
+        "bootstrap_servers",
+        "bootstrap.servers",
+        "list",
+        f"Brokers to fetch cluster metadata from. Required. A server without a port is on port "
+        f"{DEFAULT_KAFKA_PORT}, as in aiokafka.",
+        allowed_text="comma-separated host or host:port list ([v6 address]:port for IPv6)",
     ),
     SettingSpec(
         "group_id",
@@ -330,7 +344,41 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "How long a fetch waits for fetch.min.bytes.",
         minimum=0,
     ),
-    SettingSpec("max_poll_records", "max.poll.records", "int", "Most records one poll returns.", minimum=1),
+    SettingSpec(
+        "max_poll_records",
+        "max.poll.records",
+        "int",
+        "Most records one `getmany` returns when it is not given `max_records`; none: no limit "
+        "(aiokafka's default), everything fetched so far.",
+        minimum=1,
+        none_allowed=True,
+        allowed_text="an integer from 1 to 2147483647, or none for no limit",
+    ),
+    SettingSpec(
+        "check_crcs",
+        "check.crcs",
+        "bool",
+        "Check the CRC32 of every fetched record batch (corruption on the wire or on disk raises); false "
+        "saves that CPU time.",
+    ),
+    SettingSpec(
+        "exclude_internal_topics",
+        "exclude.internal.topics",
+        "bool",
+        "Whether a pattern subscription leaves out internal topics (`__consumer_offsets`, "
+        "`__transaction_state` ...); false lets a pattern match them. Topics subscribed by name are "
+        "always read. Classic protocol only: under group.protocol=consumer the brokers resolve the "
+        "pattern.",
+    ),
+    SettingSpec(
+        "connections_max_idle_ms",
+        "connections.max.idle.ms",
+        "int",
+        "Close a broker connection idle this long (every client of the consumer); none: never.",
+        minimum=1,
+        none_allowed=True,
+        allowed_text="an integer from 1 to 2147483647, or none to never close idle connections",
+    ),
     SettingSpec(
         "retry_backoff_ms", "retry.backoff.ms", "int", "First wait before retrying a request.", minimum=0
     ),
@@ -357,6 +405,14 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "bool",
         "When a subscribed topic does not exist: true fails with `MissingTopicsError`; false waits for it, "
         "with a WARNING that repeats with backoff and `consumer.missing_topics` listing it.",
+    ),
+    SettingSpec(
+        "telemetry_key_max_length",
+        "staticconsumer.telemetry.key.max.length",
+        "int",
+        "Longest record key recorded on `process` spans (`messaging.kafka.message.key`); longer keys are "
+        "left out. 0: keys are never recorded.",
+        minimum=0,
     ),
     SettingSpec(
         "security_protocol",
@@ -512,12 +568,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_partition_fetch_bytes: int = 1_048_576
     receive_message_max_bytes: int = 0
     fetch_max_wait_ms: int = 500
-    max_poll_records: int = 500
+    max_poll_records: int | None = 500
+    check_crcs: bool = True
+    exclude_internal_topics: bool = True
+    connections_max_idle_ms: int | None = 540_000
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
     retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     metadata_max_age_ms: int = 300_000
     fail_on_missing_topics: bool = False
+    telemetry_key_max_length: int = DEFAULT_TELEMETRY_KEY_MAX_LENGTH
     security_protocol: SecurityProtocol = "PLAINTEXT"
     sasl_mechanism: SaslMechanism = "PLAIN"
     sasl_username: str | None = None
@@ -560,6 +620,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             problems.append(SettingProblem("explicit_fields", repr(unknown), "only names of Settings fields"))
         if problems:
             raise SettingsError(_sorted_by_field(problems, labels.names))
+        servers = tuple(_with_default_port(server) for server in self.bootstrap_servers)
+        if servers != self.bootstrap_servers:  # every reader of the settings sees host:port
+            msgspec.structs.force_setattr(self, "bootstrap_servers", servers)
 
     def configured_fields(self) -> frozenset[str]:
         """Fields set explicitly (:attr:`explicit_fields`) or holding a value other than their default."""
@@ -581,6 +644,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         typo of ours. Raises :class:`SettingsError` listing every problem found.
         """
         return _from_env(os.environ if environ is None else environ, prefix, ignore, overrides)
+
+    @classmethod
+    def from_keywords(cls, **fields: Any) -> Settings:
+        """Keyword arguments (field names) alone, validated; no environment is read.
+
+        What ``StaticConsumer(...)`` uses: its errors name the keyword argument (``bootstrap_servers
+        (keyword argument)``), never a ``KAFKA_*`` variable its caller did not set.
+        """
+        return _from_env({}, DEFAULT_PREFIX, (), fields, keywords_only=True)
 
     @property
     def groupless(self) -> bool:
@@ -662,6 +734,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             "retry_backoff_ms": self.retry_backoff_ms,
             "security_protocol": self.security_protocol,
             "ssl_context": self.tls_context(),
+            "connections_max_idle_ms": self.connections_max_idle_ms,
         }
         if self.security_protocol not in _SASL_PROTOCOLS:
             return kwargs
@@ -703,6 +776,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             fetch_max_wait_ms=self.fetch_max_wait_ms,
             max_poll_records=self.max_poll_records,
             client_rack=self.client_rack,
+            check_crcs=self.check_crcs,
+            exclude_internal_topics=self.exclude_internal_topics,
         )
         if assignor_for is not None:
             kwargs["partition_assignment_strategy"] = tuple(assignor_for(name) for name in self.assignors)
@@ -773,6 +848,8 @@ _FALSE: Final = frozenset({"false", "0", "no", "off"})
 def _parse_text(raw: str, spec: SettingSpec) -> object:
     """Turn an environment string into the field's Python value."""
     text = raw.strip()
+    if spec.none_allowed and text.lower() == "none":
+        return None
     if spec.kind == "int":
         try:
             return int(text)
@@ -800,7 +877,7 @@ def _coerce_override(value: object, spec: SettingSpec) -> object:
     if isinstance(value, str):
         return _parse_text(value, spec)
     if value is None:
-        if spec.kind in ("optional_string", "secret"):
+        if spec.kind in ("optional_string", "secret") or spec.none_allowed:
             return None
         raise _Unparsable(f"None is not allowed; expected {spec.allowed()}")
     if spec.kind == "int" and isinstance(value, int) and not isinstance(value, bool):
@@ -826,7 +903,7 @@ def _show(value: object, spec: SettingSpec | None) -> str:
 def _show_default(value: object, spec: SettingSpec) -> str:
     """A value as the docs and startup logs show it: unquoted, lists comma-joined, secrets masked."""
     if value is None:
-        return "(unset)"
+        return "none" if spec.none_allowed else "(unset)"
     if spec.secret:
         return MASK
     if isinstance(value, bool):
@@ -855,8 +932,14 @@ class _Labels:
 
 
 def _from_env(
-    environ: Mapping[str, str], prefix: str, ignore: Collection[str], overrides: Mapping[str, object]
+    environ: Mapping[str, str],
+    prefix: str,
+    ignore: Collection[str],
+    overrides: Mapping[str, object],
+    *,
+    keywords_only: bool = False,
 ) -> Settings:
+    """``keywords_only``: no environment was read, so problems name keywords (``Settings.from_keywords``)."""
     problems: list[SettingProblem] = []
     values: dict[str, Any] = {}
     names: dict[str, str] = {}
@@ -898,7 +981,8 @@ def _from_env(
         else:
             default = DEFAULTS[spec.field]
             unset = default in ("", (), None)
-            names[spec.field] = variable if unset else f"{variable} (default)"
+            source = f"{spec.field} (keyword argument)" if keywords_only else variable
+            names[spec.field] = source if unset else f"{spec.field if keywords_only else variable} (default)"
             shown[spec.field] = "(unset)" if unset else _show_default(default, spec)
             values[spec.field] = default
             continue
@@ -950,10 +1034,26 @@ def _sorted_by_field(problems: list[SettingProblem], names: Mapping[str, str]) -
     return sorted(problems, key=lambda problem: position.get(problem.name, len(position)))
 
 
+_REFUSED_AIOKAFKA_OPTIONS: Final = {
+    "api_version": "aiokafka ignores it since 0.13 (a deprecated no-op): API versions are negotiated with "
+    "each broker; remove it (api_version_caps= caps a group API's version)",
+    "loop": "deprecated by aiokafka since 0.7.1: the consumer runs on the event loop it is started on; "
+    "remove it",
+}
+"""aiokafka consumer options that have no meaning here, each refused with the reason."""
+
+
 def _unknown_keywords(overrides: Mapping[str, object]) -> list[SettingProblem]:
     problems = []
     for keyword in overrides:
         if keyword in SPEC_BY_FIELD:
+            continue
+        if keyword in _REFUSED_AIOKAFKA_OPTIONS:
+            reason = _REFUSED_AIOKAFKA_OPTIONS[keyword]
+            value = _show(overrides[keyword], None)
+            problems.append(
+                SettingProblem(f"{keyword} (keyword argument)", value, f"not a setting: {reason}")
+            )
             continue
         import difflib  # not at import time: only a misspelt name needs suggestions
 
@@ -1025,6 +1125,8 @@ def _field_problem(spec: SettingSpec, value: object) -> str | None:
             value, REMOTE_ASSIGNORS
         )
     if spec.kind == "int":
+        if value is None and spec.none_allowed:
+            return None
         if not isinstance(value, int) or isinstance(value, bool):
             return f"wrong type; expected {spec.allowed()}"
         if spec.minimum <= value <= spec.maximum:
@@ -1071,9 +1173,12 @@ def _list_problem(spec: SettingSpec, value: object) -> str | None:
         return f"required; expected {spec.allowed()}"
     if spec.field == "assignors":
         return _assignors_problem(value)
-    bad = [server for server in value if _host_port_problem(server)]
+    bad = [server for server in value if _host_port_problem(_with_default_port(server))]
     if bad:
-        return f"{', '.join(repr(server) for server in bad)}: expected host:port with a port from 1 to 65535"
+        return (
+            f"{', '.join(repr(server) for server in bad)}: expected host or host:port with a port from 1 "
+            "to 65535"
+        )
     return None
 
 
@@ -1094,6 +1199,25 @@ def _assignors_problem(value: tuple[str, ...]) -> str | None:
     return None
 
 
+def _with_default_port(server: str) -> str:
+    """``server`` as ``host:port``: aiokafka's reading of a server given without a port (port 9092; a
+    bare IPv6 address is bracketed). Anything else, malformed included, is left for validation."""
+    text = server.strip()
+    if text.startswith("[") and text.endswith("]"):
+        return f"{text}:{DEFAULT_KAFKA_PORT}"
+    if ":" not in text:
+        return f"{text}:{DEFAULT_KAFKA_PORT}" if text else text
+    if text.count(":") > 1 and not text.startswith("["):
+        import ipaddress  # not at import time: only bare IPv6 addresses need it
+
+        try:
+            ipaddress.IPv6Address(text)
+        except ValueError:
+            return text
+        return f"[{text}]:{DEFAULT_KAFKA_PORT}"
+    return text
+
+
 def _host_port_problem(server: str) -> bool:
     host, colon, port = server.rpartition(":")
     if not colon or not host.strip("[]") or not port.isdigit():
@@ -1108,7 +1232,7 @@ def _instance_id_problem(value: object) -> str | None:
         return "wrong type; expected a string or None"
     if value == "":
         return (
-            "empty; a static member needs a non-empty id (unset the variable for dynamic membership; "
+            "empty; a static member needs a non-empty id (leave it unset for dynamic membership; "
             "in a StatefulSet use the pod name)"
         )
     try:

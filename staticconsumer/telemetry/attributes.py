@@ -411,7 +411,8 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         _c(MESSAGING_KAFKA_MESSAGE_KEY),
         "`process`",
         "the record's key when it has a canonical, printable string form (a str, UTF-8 bytes or an int) "
-        "of at most 64 characters (`RecordTracer(key_max_length=...)`, 0 never records keys); else absent",
+        "of at most 64 characters (`staticconsumer.telemetry.key.max.length`, "
+        "`KAFKA_STATICCONSUMER_TELEMETRY_KEY_MAX_LENGTH`; 0 never records keys); else absent",
     ),
     AttributeDoc(
         _c(MESSAGING_KAFKA_MESSAGE_TOMBSTONE), "`process`", "`true` for a record without a value; else absent"

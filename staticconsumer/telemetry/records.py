@@ -195,7 +195,8 @@ class _PartitionAttributes:
 class RecordTracer:
     """Per-record spans and metrics of one consumer. All methods run on the consumer's event loop.
 
-    The consumer calls (phase-2 wiring; see docs/telemetry.md for what the user sees):
+    ``StaticConsumer`` makes these calls (see docs/telemetry.md for what the user sees); its
+    ``telemetry_key_max_length`` setting is ``key_max_length`` here:
 
     - ``started = requested()`` first thing in ``getmany``/``getone`` (so in ``__anext__`` too): the
       application asks for more records, so the previous record's process span ends here.

@@ -33,5 +33,5 @@ def test_topics_and_pattern_together_are_refused() -> None:
 
 
 def test_a_group_is_required() -> None:
-    with pytest.raises(ConfigurationError, match="GROUP_ID"):
+    with pytest.raises(ConfigurationError, match=r"group_id \(keyword argument\)=\(unset\): required"):
         StaticConsumer("t", bootstrap_servers="127.0.0.1:1")

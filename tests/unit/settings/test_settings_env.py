@@ -37,6 +37,8 @@ def test_defaults_are_the_java_clients() -> None:
     assert (settings.fetch_min_bytes, settings.fetch_max_bytes) == (1, 52_428_800)
     assert (settings.max_partition_fetch_bytes, settings.fetch_max_wait_ms) == (1_048_576, 500)
     assert settings.max_poll_records == 500
+    assert (settings.check_crcs, settings.exclude_internal_topics) == (True, True)
+    assert settings.connections_max_idle_ms == 540_000
     assert (settings.retry_backoff_ms, settings.retry_backoff_max_ms) == (100, 1_000)
     assert (settings.request_timeout_ms, settings.metadata_max_age_ms) == (30_000, 300_000)
     assert settings.security_protocol == "PLAINTEXT"
@@ -49,7 +51,7 @@ def _every_variable(
     """One non-default value per variable, and the field value each must become."""
     ca, cert, key = (str(tls_files[name]) for name in ("cert", "cert", "encrypted_key"))
     raw_and_parsed: dict[str, tuple[str, object]] = {
-        "bootstrap_servers": (" b1:9092, b2:9093 ,", ("b1:9092", "b2:9093")),
+        "bootstrap_servers": (" b1:9092, b2:9093 ,b3", ("b1:9092", "b2:9093", "b3:9092")),
         "group_id": ("payments", "payments"),
         "group_instance_id": ("payments-3", "payments-3"),
         "client_id": ("billing", "billing"),
@@ -73,11 +75,15 @@ def _every_variable(
         "receive_message_max_bytes": ("2000000", 2_000_000),
         "fetch_max_wait_ms": ("0", 0),
         "max_poll_records": ("7", 7),
+        "check_crcs": ("false", False),
+        "exclude_internal_topics": ("false", False),
+        "connections_max_idle_ms": ("none", None),
         "retry_backoff_ms": ("250", 250),
         "retry_backoff_max_ms": ("5000", 5_000),
         "request_timeout_ms": ("20000", 20_000),
         "metadata_max_age_ms": ("60000", 60_000),
         "fail_on_missing_topics": ("true", True),
+        "telemetry_key_max_length": ("0", 0),
         "security_protocol": ("SASL_SSL", "SASL_SSL"),
         "sasl_mechanism": ("SCRAM-SHA-512", "SCRAM-SHA-512"),
         "sasl_username": ("svc-payments", "svc-payments"),

@@ -202,11 +202,30 @@ def test_bootstrap_servers_are_required(minimal_env: dict[str, str]) -> None:
     assert (problem.name, problem.value) == ("KAFKA_BOOTSTRAP_SERVERS", "(unset)")
 
 
-@pytest.mark.parametrize("raw", ["broker", "broker:", "broker:0", "broker:65536", ":9092", "broker:x"])
-def test_bootstrap_servers_need_host_and_port(minimal_env: dict[str, str], raw: str) -> None:
+@pytest.mark.parametrize("raw", ["broker:", "broker:0", "broker:65536", ":9092", "broker:x", "[::1]:"])
+def test_bootstrap_servers_need_a_host_and_a_valid_port(minimal_env: dict[str, str], raw: str) -> None:
     minimal_env["KAFKA_BOOTSTRAP_SERVERS"] = f"good:9092,{raw}"
     problem = _only_problem(minimal_env)
-    assert problem.allowed == f"{raw!r}: expected host:port with a port from 1 to 65535"
+    assert problem.allowed == f"{raw!r}: expected host or host:port with a port from 1 to 65535"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("broker", ("broker:9092",)),
+        ("broker,other:9093", ("broker:9092", "other:9093")),
+        ("10.0.0.7", ("10.0.0.7:9092",)),
+        ("[::1]", ("[::1]:9092",)),
+        ("::1", ("[::1]:9092",)),
+    ],
+)
+def test_a_bootstrap_server_without_a_port_is_on_9092_as_in_aiokafka(
+    minimal_env: dict[str, str], raw: str, expected: tuple[str, ...]
+) -> None:
+    minimal_env["KAFKA_BOOTSTRAP_SERVERS"] = raw
+    assert Settings.from_env(minimal_env).bootstrap_servers == expected
+    assert Settings.from_keywords(bootstrap_servers=raw, group_id="g").bootstrap_servers == expected
+    assert Settings(bootstrap_servers=tuple(raw.split(",")), group_id="g").bootstrap_servers == expected
 
 
 def test_ipv6_bootstrap_servers(minimal_env: dict[str, str]) -> None:

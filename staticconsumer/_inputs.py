@@ -82,8 +82,6 @@ def commit_offsets(offsets: object) -> dict[TopicPartition, OffsetAndMetadata]:
         raise TypeError(
             f"offsets must be a mapping of TopicPartition to the next offset to read, not {_kind(offsets)}"
         )
-    if not offsets:
-        raise ValueError("offsets is empty: pass None to commit the positions of every record returned")
     result: dict[TopicPartition, OffsetAndMetadata] = {}
     for key, value in offsets.items():
         tp = partition(key, f"offsets key {key!r}")

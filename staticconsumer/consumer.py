@@ -568,7 +568,8 @@ class StaticConsumer:
 
         Each value is an ``int``, an ``OffsetAndMetadata`` (aiokafka's or ours) or an ``(offset,
         metadata)`` tuple, as in aiokafka. Bad input is a TypeError or ValueError naming the entry,
-        raised before anything is sent.
+        raised before anything is sent. An empty mapping sends nothing (as in aiokafka and Java), but a
+        fenced, failed or stopped consumer still raises why it cannot commit.
         """
         to_commit = None if offsets is None else _inputs.commit_offsets(offsets)
         caller = caller_context()  # the commit span's parent: the span current here, if any
@@ -584,6 +585,8 @@ class StaticConsumer:
                 if self._nothing_subscribed():
                     raise IllegalStateError("commit(): this consumer is not subscribed to any topics")
                 return
+        if not to_commit:
+            return
         await membership.commit(to_commit, caller=caller)
 
     def _maybe_auto_commit(self, now: float) -> None:

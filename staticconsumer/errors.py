@@ -4,13 +4,22 @@ Numbers are those of shipped Apache Kafka (``Errors.java``), not of the KIP draf
 FENCED_INSTANCE_ID is 82, MEMBER_ID_REQUIRED 79, GROUP_MAX_SIZE_REACHED 81.
 Every broker error the group protocol can return has its own exception class so callers
 can ``except`` precisely; each exposes ``code`` and ``retriable``.
+
+Services ported from aiokafka keep their ``except`` clauses: every error here is an
+``aiokafka.errors.KafkaError``, and one that aiokafka also has (by name or by broker error code)
+subclasses aiokafka's class too, while ``str()`` stays this SDK's message.
 """
+
+# aiokafka ships no type information, so its classes are Any to mypy; subclassing them is the point here.
+# mypy: disallow-subclassing-any=False
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
+
+from aiokafka import errors as _aiokafka
 
 from staticconsumer._dataclass import dataclass
 
@@ -57,11 +66,35 @@ class ErrorCode(enum.IntEnum):
     INVALID_REGULAR_EXPRESSION = 128
 
 
-class StaticConsumerError(Exception):
-    """Root of every error this SDK raises."""
+class StaticConsumerError(_aiokafka.KafkaError):
+    """Root of every error this SDK raises: an aiokafka ``KafkaError``, so aiokafka-era ``except`` works."""
+
+    def __str__(self) -> str:
+        # Our messages already name what failed; aiokafka's __str__ would prefix the class name (and
+        # "[Error N]" for broker errors).
+        return BaseException.__str__(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default (cls(*args)) runs __init__ again on the finished message: keyword-only fields
+        # would be lost and prefixes doubled. Rebuild without __init__ instead.
+        return (_rebuild, (type(self), self.args), self.__dict__ or None)
 
 
-class ConfigurationError(StaticConsumerError, ValueError):
+def _rebuild(cls: type[StaticConsumerError], args: tuple[Any, ...]) -> StaticConsumerError:
+    """Unpickle an error: the instance with its message, its fields come back from its __dict__."""
+    builtin: type[BaseException] = cls  # the built-in exception whose layout it has (OSError for some)
+    while builtin.__flags__ & _HEAP_TYPE:
+        builtin = cast("type[BaseException]", builtin.__base__)
+    error = builtin.__new__(cls)
+    error.args = args
+    return error
+
+
+_HEAP_TYPE = 1 << 9
+"""Py_TPFLAGS_HEAPTYPE: set on classes defined in Python, clear on built-in ones."""
+
+
+class ConfigurationError(StaticConsumerError, ValueError, _aiokafka.KafkaConfigurationError):
     """A setting is invalid; raised before any network call."""
 
 
@@ -124,7 +157,7 @@ class ApiVersionOutOfRangeError(ProtocolError, ValueError):
         super().__init__(f"{api} v{version} is outside the supported range v{min_version}-v{max_version}")
 
 
-class NoCommonApiVersionError(ProtocolError):
+class NoCommonApiVersionError(ProtocolError, _aiokafka.IncompatibleBrokerVersion):
     """The broker and this SDK share no version of an API, so the request cannot be sent at all."""
 
     def __init__(self, api: str, ours: tuple[int, int], broker: tuple[int, int] | None) -> None:
@@ -135,7 +168,7 @@ class NoCommonApiVersionError(ProtocolError):
         super().__init__(f"{api}: this SDK speaks v{ours[0]}-v{ours[1]} but the broker {theirs}")
 
 
-class UnsupportedVersionForFieldError(ProtocolError):
+class UnsupportedVersionForFieldError(ProtocolError, _aiokafka.IncompatibleBrokerVersion):
     """A field that the requested version cannot carry (for example an instance id below JoinGroup v5)."""
 
     def __init__(
@@ -158,11 +191,25 @@ class UnsupportedVersionForFieldError(ProtocolError):
         super().__init__(f"{api} v{version} cannot carry {field}; {detail}{hint}")
 
 
-class BrokerError(StaticConsumerError):
-    """An error code returned by the broker. Subclasses pin ``code`` and ``retriable``."""
+class BrokerError(StaticConsumerError, _aiokafka.BrokerResponseError):
+    """An error code returned by the broker. Subclasses pin ``code`` and ``retriable``.
+
+    A subclass also subclasses aiokafka's class for the same code (``aiokafka.errors.for_code``), so
+    ``errno``, ``message`` (Kafka's name of the code), ``retriable`` and ``invalid_metadata`` read as
+    aiokafka's do; ``retriable`` differs only where aiokafka disagrees with Kafka (CORRUPT_MESSAGE and
+    NETWORK_EXCEPTION are retriable in Kafka, not in aiokafka 0.14).
+    """
 
     code: ClassVar[int] = ErrorCode.UNKNOWN_SERVER_ERROR
     retriable: ClassVar[bool] = False
+    errno: ClassVar[int] = ErrorCode.UNKNOWN_SERVER_ERROR
+    message: ClassVar[str] = ErrorCode.UNKNOWN_SERVER_ERROR.name
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """aiokafka's ``errno`` and ``message`` follow ``code``, so the two views never disagree."""
+        super().__init_subclass__(**kwargs)
+        cls.errno = int(cls.code)
+        cls.message = _name_of(cls.code)
 
     def __init__(self, message: str | None = None) -> None:
         name = _name_of(self.code)
@@ -177,123 +224,126 @@ def _name_of(code: int) -> str:
     try:
         return ErrorCode(code).name
     except ValueError:
-        return f"UNKNOWN_ERROR_CODE_{code}"
+        known = _aiokafka.kafka_errors.get(code)
+        return str(known.message) if known is not None else f"UNKNOWN_ERROR_CODE_{code}"
 
 
-class UnknownServerError(BrokerError):
+class UnknownServerError(BrokerError, _aiokafka.UnknownError):
     code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
-class OffsetOutOfRangeError(BrokerError):
+class OffsetOutOfRangeError(BrokerError, _aiokafka.OffsetOutOfRangeError):
     code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
-class CorruptMessageError(BrokerError):
+class CorruptMessageError(BrokerError, _aiokafka.CorruptRecordException):
     code = ErrorCode.CORRUPT_MESSAGE
-    retriable = True
+    retriable = True  # Kafka's CorruptRecordException is retriable; aiokafka 0.14 says not
 
 
-class UnknownTopicOrPartitionError(BrokerError):
+class UnknownTopicOrPartitionError(BrokerError, _aiokafka.UnknownTopicOrPartitionError):
     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     retriable = True
 
 
-class LeaderNotAvailableError(BrokerError):
+class LeaderNotAvailableError(BrokerError, _aiokafka.LeaderNotAvailableError):
     code = ErrorCode.LEADER_NOT_AVAILABLE
     retriable = True
 
 
-class NotLeaderOrFollowerError(BrokerError):
+class NotLeaderOrFollowerError(BrokerError, _aiokafka.NotLeaderForPartitionError):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     retriable = True
 
 
-class RequestTimedOutError(BrokerError):
+class RequestTimedOutError(BrokerError, _aiokafka.RequestTimedOutError):
     code = ErrorCode.REQUEST_TIMED_OUT
     retriable = True
 
 
-class OffsetMetadataTooLargeError(BrokerError):
+class OffsetMetadataTooLargeError(BrokerError, _aiokafka.OffsetMetadataTooLargeError):
     code = ErrorCode.OFFSET_METADATA_TOO_LARGE
 
 
-class NetworkExceptionError(BrokerError):
+class NetworkExceptionError(BrokerError, _aiokafka.StaleLeaderEpochCodeError):
+    """Code 13, which aiokafka 0.14 still calls by its pre-1.0 name (STALE_LEADER_EPOCH_CODE)."""
+
     code = ErrorCode.NETWORK_EXCEPTION
-    retriable = True
+    retriable = True  # as in Kafka; aiokafka's StaleLeaderEpochCodeError says not
 
 
-class CoordinatorLoadInProgressError(BrokerError):
+class CoordinatorLoadInProgressError(BrokerError, _aiokafka.CoordinatorLoadInProgressError):
     code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     retriable = True
 
 
-class CoordinatorNotAvailableError(BrokerError):
+class CoordinatorNotAvailableError(BrokerError, _aiokafka.CoordinatorNotAvailableError):
     code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     retriable = True
 
 
-class NotCoordinatorError(BrokerError):
+class NotCoordinatorError(BrokerError, _aiokafka.NotCoordinatorError):
     code = ErrorCode.NOT_COORDINATOR
     retriable = True
 
 
-class IllegalGenerationError(BrokerError):
+class IllegalGenerationError(BrokerError, _aiokafka.IllegalGenerationError):
     code = ErrorCode.ILLEGAL_GENERATION
 
 
-class InconsistentGroupProtocolError(BrokerError):
+class InconsistentGroupProtocolError(BrokerError, _aiokafka.InconsistentGroupProtocolError):
     code = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
-class InvalidGroupIdError(BrokerError):
+class InvalidGroupIdError(BrokerError, _aiokafka.InvalidGroupIdError):
     code = ErrorCode.INVALID_GROUP_ID
 
 
-class UnknownMemberIdError(BrokerError):
+class UnknownMemberIdError(BrokerError, _aiokafka.UnknownMemberIdError):
     code = ErrorCode.UNKNOWN_MEMBER_ID
 
 
-class InvalidSessionTimeoutError(BrokerError):
+class InvalidSessionTimeoutError(BrokerError, _aiokafka.InvalidSessionTimeoutError):
     code = ErrorCode.INVALID_SESSION_TIMEOUT
 
 
-class RebalanceInProgressError(BrokerError):
+class RebalanceInProgressError(BrokerError, _aiokafka.RebalanceInProgressError):
     code = ErrorCode.REBALANCE_IN_PROGRESS
 
 
-class InvalidCommitOffsetSizeError(BrokerError):
+class InvalidCommitOffsetSizeError(BrokerError, _aiokafka.InvalidCommitOffsetSizeError):
     code = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
 
 
-class TopicAuthorizationFailedError(BrokerError):
+class TopicAuthorizationFailedError(BrokerError, _aiokafka.TopicAuthorizationFailedError):
     code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
-class GroupAuthorizationFailedError(BrokerError):
+class GroupAuthorizationFailedError(BrokerError, _aiokafka.GroupAuthorizationFailedError):
     code = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
-class ClusterAuthorizationFailedError(BrokerError):
+class ClusterAuthorizationFailedError(BrokerError, _aiokafka.ClusterAuthorizationFailedError):
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
-class UnsupportedVersionError(BrokerError):
+class UnsupportedVersionError(BrokerError, _aiokafka.UnsupportedVersionError):
     code = ErrorCode.UNSUPPORTED_VERSION
 
 
-class InvalidRequestError(BrokerError):
+class InvalidRequestError(BrokerError, _aiokafka.InvalidRequestError):
     code = ErrorCode.INVALID_REQUEST
 
 
-class NonEmptyGroupError(BrokerError):
+class NonEmptyGroupError(BrokerError, _aiokafka.NonEmptyGroup):
     code = ErrorCode.NON_EMPTY_GROUP
 
 
-class GroupIdNotFoundError(BrokerError):
+class GroupIdNotFoundError(BrokerError, _aiokafka.GroupIdNotFound):
     code = ErrorCode.GROUP_ID_NOT_FOUND
 
 
-class MemberIdRequiredError(BrokerError):
+class MemberIdRequiredError(BrokerError, _aiokafka.MemberIdRequired):
     code = ErrorCode.MEMBER_ID_REQUIRED
 
 
@@ -390,7 +440,7 @@ class InvalidRegularExpressionError(BrokerError):
     code = ErrorCode.INVALID_REGULAR_EXPRESSION
 
 
-class ConsumerProtocolUnsupportedError(StaticConsumerError):
+class ConsumerProtocolUnsupportedError(StaticConsumerError, _aiokafka.IncompatibleBrokerVersion):
     """group.protocol=consumer, but the broker does not offer KIP-848's consumer protocol (Kafka 4.0+).
 
     Never a silent fall-back to the classic protocol: the message names the broker, the Kafka release
@@ -412,6 +462,19 @@ class ConsumerProtocolUnsupportedError(StaticConsumerError):
         super().__init__(message)
 
 
+def _aiokafka_only(code: int) -> type[BrokerError]:
+    """A BrokerError for a code that aiokafka names and this SDK has no class for (INVALID_TOPIC,
+    KAFKA_STORAGE_ERROR ...), so ``except aiokafka.errors.<Name>`` catches it here as it would there."""
+    theirs = _aiokafka.kafka_errors[code]
+    attributes = {
+        "__module__": __name__,
+        "__doc__": f"{theirs.message} ({code}): aiokafka's {theirs.__name__} as a BrokerError.",
+        "code": code,
+        "retriable": theirs.retriable,
+    }
+    return cast("type[BrokerError]", type(theirs.__name__, (BrokerError, theirs), attributes))
+
+
 _BY_CODE: dict[int, type[BrokerError]] = {}
 
 
@@ -421,6 +484,9 @@ def _register() -> None:
         cls = pending.pop()
         _BY_CODE.setdefault(int(cls.code), cls)
         pending.extend(cls.__subclasses__())
+    for code in sorted(_aiokafka.kafka_errors.keys() - _BY_CODE.keys() - {ErrorCode.NONE}):
+        cls = _BY_CODE[code] = _aiokafka_only(code)
+        globals()[cls.__name__] = cls  # pickle finds a class by module and name
 
 
 _register()
@@ -444,13 +510,17 @@ def broker_error(code: int, message: str) -> BrokerError:
 # -- errors of the consumer itself (not broker error codes) ----------------------------------------
 
 
-class CommitFailedError(StaticConsumerError):
+class CommitFailedError(StaticConsumerError, _aiokafka.CommitFailedError):
     """The commit cannot succeed in this generation (Java's CommitFailedException).
 
     Either the member is not in an active generation, or the coordinator no longer recognises the
     generation it was sent with; the partitions may already belong to another member, so retrying the
     same commit is pointless. Poll again to rejoin, then commit what is processed after that.
     """
+
+    def __init__(self, *args: object) -> None:
+        # Past aiokafka's __init__, which would put its own max_poll_interval_ms advice before ours.
+        super(_aiokafka.CommitFailedError, self).__init__(*args)
 
 
 class _Partition(Protocol):
@@ -474,22 +544,22 @@ class OffsetRegressionError(StaticConsumerError, ValueError):
         )
 
 
-class ConsumerStoppedError(StaticConsumerError):
+class ConsumerStoppedError(StaticConsumerError, _aiokafka.ConsumerStoppedError):
     """The consumer is not running (never started, or stopped)."""
 
 
-class IllegalStateError(StaticConsumerError, RuntimeError):
+class IllegalStateError(StaticConsumerError, _aiokafka.IllegalStateError):
     """A call the consumer's state does not allow: a partition this member does not own (seek, pause,
     position, highwater...), a commit with nothing subscribed, or ``assign()`` (partitions come from the
-    group). aiokafka raises its own IllegalStateError for the same calls; this one is not a subclass of it,
-    so ``except`` this class (or ``RuntimeError``)."""
+    group). A subclass of aiokafka's IllegalStateError (and so of ``RuntimeError``), which aiokafka raises
+    for the same calls."""
 
 
 class DuplicateInstanceIdError(ConfigurationError):
     """Two consumers in one process with the same group and instance id would fence each other forever."""
 
 
-class StaticMembershipUnsupportedError(StaticConsumerError):
+class StaticMembershipUnsupportedError(StaticConsumerError, _aiokafka.IncompatibleBrokerVersion):
     """The broker is too old to carry group.instance.id; refusing beats silently joining as dynamic."""
 
 
@@ -525,8 +595,12 @@ class ConnectionAttempt:
         return f"{self.address}: {self.detail}"
 
 
-class BrokerConnectionError(StaticConsumerError):
-    """No bootstrap server could be used; ``attempts`` says what happened at each, one line per server."""
+class BrokerConnectionError(StaticConsumerError, _aiokafka.KafkaConnectionError):
+    """No bootstrap server could be used; ``attempts`` says what happened at each, one line per server.
+
+    aiokafka's ``start()`` raises KafkaConnectionError("Unable to bootstrap ...") in the same case, so
+    this is one (``retriable`` as there, except for the two causes that retrying cannot fix).
+    """
 
     def __init__(self, summary: str, attempts: Sequence[ConnectionAttempt]) -> None:
         self.summary = summary
@@ -551,10 +625,14 @@ class BrokerHandshakeError(BrokerConnectionError, ConnectionError):
     """The broker answered but the connection failed in TLS or before authenticating: almost always a
     ``security.protocol`` that is not the listener's (TLS against plaintext, plaintext against SASL...)."""
 
+    retriable = False
 
-class AuthenticationFailedError(BrokerConnectionError):
+
+class AuthenticationFailedError(BrokerConnectionError, _aiokafka.AuthenticationFailedError):
     """The broker refused the SASL credentials or mechanism; ``mechanism`` and ``username`` say which
     (the password never appears). Retrying cannot help: fix the credentials or the broker's users."""
+
+    retriable = False
 
     def __init__(
         self, summary: str, attempts: Sequence[ConnectionAttempt], mechanism: str, username: str | None

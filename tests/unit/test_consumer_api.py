@@ -49,7 +49,6 @@ def test_commit_takes_every_shape_aiokafka_takes() -> None:
     ("offsets", "error", "message"),
     [
         ([(TP, 3)], TypeError, "offsets must be a mapping"),
-        ({}, ValueError, "offsets is empty"),
         ({"orders": 3}, TypeError, "offsets key 'orders' must be a TopicPartition"),
         (
             {TP: 3.0},

@@ -68,9 +68,11 @@ class GrouplessConsumer(StaticConsumer):
                     f"leave {name} out, or give the consumer a group_id"
                 )
         fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
-        if settings is not None and options:
-            settings = Settings.from_env(environ={}, **{**_settings_fields(settings), **options})
-        self.settings = settings or Settings.from_env(environ={}, **options)
+        if settings is None:
+            options.setdefault("group_id", None)  # left out: aiokafka's default, no group
+        elif options:
+            settings = Settings.from_keywords(**{**_settings_fields(settings), **options})
+        self.settings = settings or Settings.from_keywords(**options)
         if not self.settings.groupless:
             raise ConfigurationError(
                 "GrouplessConsumer is StaticConsumer(group_id=None); these settings have a group_id"

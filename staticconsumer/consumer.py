@@ -852,12 +852,12 @@ def _event_log(settings: Settings) -> EventLog | None:
 
 
 def _without_group(settings: Settings | None, options: Mapping[str, Any]) -> bool:
-    """Whether the constructor's arguments ask for a consumer without a group: ``group_id=None``, or
-    settings made with it and no ``group_id`` keyword overriding them. A group_id left out is still
-    missing (a SettingsError), not aiokafka's default: forgetting it must not silently drop commits."""
+    """Whether the constructor's arguments ask for a consumer without a group, as aiokafka's do:
+    ``group_id=None``, ``group_id`` left out with no ``settings`` (aiokafka's default is None), or
+    settings made group-less and no ``group_id`` keyword overriding them."""
     if "group_id" in options:
         return options["group_id"] is None
-    return settings is not None and settings.groupless
+    return settings is None or settings.groupless
 
 
 def _kafka(tp: TopicPartition) -> KafkaTopicPartition:

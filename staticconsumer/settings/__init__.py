@@ -1150,7 +1150,10 @@ def _field_problem(spec: SettingSpec, value: object) -> str | None:
     if spec.kind == "string":
         if not isinstance(value, str) or not value.strip():
             if spec.field == "group_id":
-                return "required; set it to a non-empty string (group_id=None in code: no group)"
+                return (
+                    "required; set it to a non-empty string "
+                    "(in code, StaticConsumer(group_id=None) or no group_id at all means no group)"
+                )
             return "required; set it to a non-empty string"
         return None
     return None if value is None or isinstance(value, str) else "wrong type; expected a string or None"

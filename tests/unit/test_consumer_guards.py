@@ -32,6 +32,12 @@ def test_topics_and_pattern_together_are_refused() -> None:
         StaticConsumer("t", pattern="x.*", bootstrap_servers="127.0.0.1:1", group_id="g")
 
 
-def test_a_group_is_required() -> None:
+def test_a_subclass_requires_a_group() -> None:
+    """StaticConsumer itself takes a group_id left out as aiokafka's None (no group); a subclass of it is
+    a group member by definition, so there a missing group_id is an error naming the keyword."""
+
+    class Billing(StaticConsumer):
+        pass
+
     with pytest.raises(ConfigurationError, match=r"group_id \(keyword argument\)=\(unset\): required"):
-        StaticConsumer("t", bootstrap_servers="127.0.0.1:1")
+        Billing("t", bootstrap_servers="127.0.0.1:1")

@@ -44,9 +44,11 @@ def test_group_id_none_builds_a_consumer_without_a_group() -> None:
     assert not grouped.settings.groupless
 
 
-def test_only_an_explicit_none_means_no_group() -> None:
-    with pytest.raises(SettingsError, match=re.escape("group_id=None in code: no group")):
-        StaticConsumer("orders", bootstrap_servers=SERVERS)
+def test_a_group_id_left_out_means_no_group_as_in_aiokafka() -> None:
+    left_out = StaticConsumer("orders", bootstrap_servers=SERVERS)
+    assert type(left_out) is GrouplessConsumer
+    assert left_out.settings.groupless
+    # Everywhere else a group id is required: blank, from the environment, or on Settings.
     with pytest.raises(SettingsError, match=r"group_id \(keyword argument\)='': required"):
         StaticConsumer("orders", bootstrap_servers=SERVERS, group_id="")
     with pytest.raises(SettingsError, match=re.escape("KAFKA_GROUP_ID=(unset): required; set it")):

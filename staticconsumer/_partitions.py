@@ -66,6 +66,9 @@ class ApplicationPartitions:
         self.hand_over_until = -math.inf
         """``take_one`` hands records over only before this monotonic instant: the consumer sets it
         after its per-poll work (liveness, auto-commit) and clears it when it stops."""
+        self.assignments = 0
+        """How many assignments (empty ones included) the membership has handed over: ``start()`` waits
+        for the first, as aiokafka's does."""
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -274,6 +277,8 @@ class ApplicationPartitions:
         )
         self._on_change()
         await call_listener(self.listener, ListenerCall.ASSIGNED, partitions)
+        self.assignments += 1  # after the callback: its seeks are in place when start() returns
+        self._on_change()
 
     def membership_changed(self, snapshot: MemberSnapshot) -> None:
         self.snapshot = snapshot

@@ -244,9 +244,36 @@ class StaticConsumer:
                 self._warm_task = asyncio.create_task(
                     _aiokafka.warm_fetcher(fetcher, self._subscription.names)
                 )
+            if not self._subscription.is_empty:
+                await self._first_assignment(membership)
         except BaseException:
             await self._shut_down(leave_group=False)
             raise
+
+    async def _first_assignment(self, membership: MembershipThread) -> None:
+        """Wait for the first completed join (its assignment may be empty) and its assigned callback, as
+        aiokafka's start() does, so assignment(), position() and seek() work once start() returns. What
+        ends the membership meanwhile (fenced, unsupported, refused) is raised."""
+        ended = asyncio.ensure_future(membership.ended())
+        try:
+            while self._partitions.assignments == 0:
+                self._changed.clear()
+                fatal = self._partitions.snapshot.fatal_error
+                if fatal is not None:
+                    raise fatal
+                if self._partitions.assignments:
+                    break
+                if ended.done():
+                    raise ended.result() or ConsumerStoppedError(
+                        "the consumer's membership ended before its first assignment"
+                    )
+                changed = asyncio.ensure_future(self._changed.wait())
+                try:
+                    await asyncio.wait({changed, ended}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    changed.cancel()
+        finally:
+            ended.cancel()
 
     def _forward_request(self, api: str, version: int, message: Message) -> None:
         """The request hook as set now (tests and diagnostics may swap it on a running consumer)."""
@@ -366,7 +393,12 @@ class StaticConsumer:
         wanted = frozenset(partitions)
         result = self._partitions.take(wanted, max_records)
         if not result:
-            result = await self._fetch(wanted, timeout_ms, max_records)
+            try:
+                result = await self._fetch(wanted, timeout_ms, max_records)
+            except ConsumerStoppedError:
+                if not self._stopping:
+                    raise
+                return {}  # stop() ended the wait: aiokafka's getmany returns nothing then
         self._partitions.returned(result)
         if records is not None:
             records.polled(result, started)
@@ -661,7 +693,10 @@ class StaticConsumer:
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Read ``partition`` (owned) from ``offset`` on: next getmany/getone and commits go from there."""
         tp = _inputs.partition(partition, "partition")
-        where = _inputs.offset(offset, "offset")
+        try:
+            where = _inputs.offset(offset, "offset")
+        except TypeError as error:  # aiokafka: ValueError for any offset that is not an int >= 0
+            raise ValueError(str(error)) from None
         self._owned((tp,), "seek")
         self._partitions.sought(tp, where)
         if self._partitions.fetch_state(tp) is not None:

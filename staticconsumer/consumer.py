@@ -436,7 +436,11 @@ class StaticConsumer:
                 if records is not None:
                     records.delivered(record)
                 return record
-            self._partitions.buffer(await self._fetch(wanted, 1000, None))
+            # One record waited for, the rest of what the fetcher holds taken at once and held back
+            # (no read ahead while buffered, as aiokafka's getone): a seek is served by one fetch.
+            first = await self._fetch(wanted, 1000, 1)
+            self._partitions.buffer(first)
+            self._partitions.buffer(self._fetched_now(wanted))
 
     def _poll_started(self) -> None:
         membership = self._raise_if_unusable()
@@ -479,6 +483,22 @@ class StaticConsumer:
                     result[ours] = batch
             if result or time.monotonic() >= deadline:
                 return result
+
+    def _fetched_now(self, wanted: Partitions) -> Records:
+        """What the fetcher has already fetched from owned partitions, without waiting (so nothing can
+        read ahead between this and ``buffer``); records of partitions no longer fetching are dropped."""
+        assert self._fetcher is not None
+        fetching = self._partitions.fetching
+        owned = fetching if not wanted else fetching & wanted
+        if not owned:
+            return {}
+        ready = _aiokafka.fetched_now(self._fetcher, [_kafka(tp) for tp in owned])
+        result: Records = {}
+        for tp, batch in ready.items():
+            ours = TopicPartition(tp.topic, tp.partition)
+            if batch and ours in fetching:
+                result[ours] = batch
+        return result
 
     async def _interruptible_fetch(
         self, owned: Partitions, seconds: float, max_records: int | None

@@ -182,13 +182,14 @@ class StaticConsumer:
 
     async def start(self) -> None:
         """Connect, check the broker can carry static membership and that the principal may consume,
-        and start joining (non-blocking).
+        join, and (with a subscription) return once the first assignment is in, as aiokafka's start().
 
         The membership thread bootstraps first: every bootstrap server probed at once, a typed error
         that says why within request.timeout.ms (nothing listening, a silent server, refused
         credentials, a missing ACL, a missing topic with fail_on_missing_topics); then the fetcher
         bootstraps from the server that answered, taking the metadata its probe read. Either one's
-        failure is raised here.
+        failure is raised here, and so is what ends the membership before the first assignment
+        (fenced, a session timeout the brokers refuse, ...).
         """
         s = self.settings
         if s.group_instance_id is not None:

@@ -440,8 +440,9 @@ class StaticConsumer:
             # One record waited for, the rest of what the fetcher holds taken at once and held back
             # (no read ahead while buffered, as aiokafka's getone): a seek is served by one fetch.
             first = await self._fetch(wanted, 1000, 1)
+            rest = self._fetched_now(wanted)  # before buffer() pauses: aiokafka drops a paused one's
             self._partitions.buffer(first)
-            self._partitions.buffer(self._fetched_now(wanted))
+            self._partitions.buffer(rest)
 
     def _poll_started(self) -> None:
         membership = self._raise_if_unusable()

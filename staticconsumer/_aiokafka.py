@@ -616,6 +616,27 @@ def fetch_partitions(consumer: Any, partitions: list[Any], topics: frozenset[str
     track_topics(consumer, topics)
 
 
+def fetched_now(consumer: Any, partitions: list[Any]) -> dict[Any, list[Any]]:
+    """The records the fetcher has already fetched from ``partitions`` (up to max_poll_records), taken
+    without suspending, so the caller can hold the partitions back before the fetcher reads ahead.
+
+    ``getmany(timeout_ms=0)`` does the same but is a coroutine the caller would have to await; this
+    drives aiokafka's ``fetched_records`` for its one synchronous step. Errors of the fetch (offset out
+    of range, authorization) are raised as ``getmany`` raises them.
+    """
+    fetcher = getattr(consumer, "_fetcher", None)
+    if fetcher is None:  # not aiokafka's consumer (a test double): the caller fetches as usual
+        return {}
+    coroutine = fetcher.fetched_records(partitions, 0, max_records=consumer._max_poll_records)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: dict[Any, list[Any]] = done.value
+        return result
+    coroutine.close()  # it would wait (a reassignment, never in a group-less fetcher): nothing now
+    return {}
+
+
 async def warm_fetcher(consumer: Any, topics: frozenset[str]) -> None:
     """Before the first assignment: load ``topics``' metadata into the fetcher and connect to their
     partitions' leaders, while the membership joins on its own thread.

@@ -46,6 +46,10 @@ class _Held:
     buffer: collections.deque[ConsumerRecord[Any, Any]] = field(default_factory=collections.deque)
     reset: str | None = None
     """``earliest``/``latest`` after seek_to_beginning/end made before the fetcher started: done then."""
+    held_back: KafkaTopicPartition | None = None
+    """Set while the fetcher is paused because ``buffer`` holds records of this partition (as aiokafka
+    fetches a partition again only once its records were handed over): a seek then waits for one fetch
+    from the new offset, not for a read ahead already waiting at the broker (fetch.max.wait.ms)."""
 
 
 class ApplicationPartitions:
@@ -66,6 +70,9 @@ class ApplicationPartitions:
         self.hand_over_until = -math.inf
         """``take_one`` hands records over only before this monotonic instant: the consumer sets it
         after its per-poll work (liveness, auto-commit) and clears it when it stops."""
+        self.assignments = 0
+        """How many assignments (empty ones included) the membership has handed over: ``start()`` waits
+        for the first, as aiokafka's does."""
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -159,6 +166,8 @@ class ApplicationPartitions:
                 queue.clear()
             else:
                 rows = [queue.popleft() for _ in range(budget)]
+            if not queue and held.held_back is not None:
+                self._release(held)
             result[tp] = rows
             budget -= len(rows)
         return result
@@ -177,13 +186,34 @@ class ApplicationPartitions:
                 return None
         record = held.buffer.popleft()
         held.position = record.offset + 1
+        if not held.buffer and held.held_back is not None:
+            self._release(held)
         return record
 
     def buffer(self, records: Records) -> None:
+        """Keep ``records`` for getone/async for; the fetcher reads none of their partitions ahead until
+        they were handed over (call it right after the fetcher handed them over, before any await)."""
+        fetcher = self.fetcher
         for tp, rows in records.items():
             held = self._held.get(tp)
-            if held is not None and held.fetching:
+            if held is not None and held.fetching and rows:
                 held.buffer.extend(rows)
+                if held.held_back is None and fetcher is not None:
+                    ktp = _kafka(tp)
+                    with contextlib.suppress(Exception):  # not the fetcher's (any more): nothing to hold
+                        fetcher.pause(ktp)
+                        held.held_back = ktp
+
+    def _release(self, held: _Held) -> None:
+        """The buffer of a held-back partition emptied: the fetcher reads it again (unless paused)."""
+        ktp, held.held_back = held.held_back, None
+        fetcher = self.fetcher
+        if ktp is None or fetcher is None or not held.fetching:
+            return
+        if TopicPartition(ktp.topic, ktp.partition) in self._paused:
+            return
+        with contextlib.suppress(Exception):
+            fetcher.resume(ktp)
 
     def returned(self, result: Mapping[TopicPartition, list[ConsumerRecord[Any, Any]]]) -> None:
         """Records handed to the application move the positions that commits will use."""
@@ -199,6 +229,7 @@ class ApplicationPartitions:
             held = self._held.get(TopicPartition(tp.topic, tp.partition))
             if held is not None:
                 held.buffer.clear()
+                self._release(held)
 
     def sought(self, partition: TopicPartition, offset: int) -> None:
         held = self._held.get(partition)
@@ -206,6 +237,7 @@ class ApplicationPartitions:
             held.buffer.clear()
             held.position = offset
             held.reset = None
+            self._release(held)
 
     def reset(self, partitions: tuple[TopicPartition, ...], where: str) -> None:
         """seek_to_beginning/end (``where``: earliest/latest): the position is the fetcher's until a
@@ -216,6 +248,7 @@ class ApplicationPartitions:
                 held.buffer.clear()
                 held.position = None
                 held.reset = where if self.fetcher is None else None
+                self._release(held)
 
     # -- pause -------------------------------------------------------------------------------------
 
@@ -235,6 +268,7 @@ class ApplicationPartitions:
             held = self._held[tp]
             held.fetching = False
             held.buffer.clear()
+            held.held_back = None  # paused below, or no longer the fetcher's
         self._draining = None
         self._fetching = frozenset(tp for tp, h in self._held.items() if h.fetching)
         if self.fetcher is not None:
@@ -274,6 +308,8 @@ class ApplicationPartitions:
         )
         self._on_change()
         await call_listener(self.listener, ListenerCall.ASSIGNED, partitions)
+        self.assignments += 1  # after the callback: its seeks are in place when start() returns
+        self._on_change()
 
     def membership_changed(self, snapshot: MemberSnapshot) -> None:
         self.snapshot = snapshot
@@ -322,6 +358,8 @@ class ApplicationPartitions:
         _aiokafka.fetch_partitions(fetcher, [_kafka(tp) for tp in self._fetching], self.topics)
         for tp, offset in {**places, **seeks}.items():
             fetcher.seek(_kafka(tp), offset)
-        paused = self._paused & self._fetching
+        for tp, held in self._held.items():  # the fetcher starts unpaused: still holding records back?
+            held.held_back = _kafka(tp) if held.fetching and held.buffer else None
+        paused = (self._paused | {tp for tp, h in self._held.items() if h.held_back}) & self._fetching
         if paused:
             fetcher.pause(*(_kafka(tp) for tp in paused))

@@ -206,13 +206,14 @@ class StaticConsumer:
 
     async def start(self) -> None:
         """Connect, check the broker can carry static membership and that the principal may consume,
-        and start joining (non-blocking).
+        join, and (with a subscription) return once the first assignment is in, as aiokafka's start().
 
         The membership thread bootstraps first: every bootstrap server probed at once, a typed error
         that says why within request.timeout.ms (nothing listening, a silent server, refused
         credentials, a missing ACL, a missing topic with fail_on_missing_topics); then the fetcher
         bootstraps from the server that answered, taking the metadata its probe read. Either one's
-        failure is raised here.
+        failure is raised here, and so is what ends the membership before the first assignment
+        (fenced, a session timeout the brokers refuse, ...).
         """
         s = self.settings
         if s.group_instance_id is not None:
@@ -268,9 +269,36 @@ class StaticConsumer:
                 self._warm_task = asyncio.create_task(
                     _aiokafka.warm_fetcher(fetcher, self._subscription.names)
                 )
+            if not self._subscription.is_empty:
+                await self._first_assignment(membership)
         except BaseException:
             await self._shut_down(leave_group=False)
             raise
+
+    async def _first_assignment(self, membership: MembershipThread) -> None:
+        """Wait for the first completed join (its assignment may be empty) and its assigned callback, as
+        aiokafka's start() does, so assignment(), position() and seek() work once start() returns. What
+        ends the membership meanwhile (fenced, unsupported, refused) is raised."""
+        ended = asyncio.ensure_future(membership.ended())
+        try:
+            while self._partitions.assignments == 0:
+                self._changed.clear()
+                fatal = self._partitions.snapshot.fatal_error
+                if fatal is not None:
+                    raise fatal
+                if self._partitions.assignments:
+                    break
+                if ended.done():
+                    raise ended.result() or ConsumerStoppedError(
+                        "the consumer's membership ended before its first assignment"
+                    )
+                changed = asyncio.ensure_future(self._changed.wait())
+                try:
+                    await asyncio.wait({changed, ended}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    changed.cancel()
+        finally:
+            ended.cancel()
 
     def _forward_request(self, api: str, version: int, message: Message) -> None:
         """The request hook as set now (tests and diagnostics may swap it on a running consumer)."""
@@ -391,7 +419,12 @@ class StaticConsumer:
         wanted = frozenset(partitions)
         result = self._partitions.take(wanted, max_records)
         if not result:
-            result = await self._fetch(wanted, timeout_ms, max_records)
+            try:
+                result = await self._fetch(wanted, timeout_ms, max_records)
+            except ConsumerStoppedError:
+                if not self._stopping:
+                    raise
+                return {}  # stop() ended the wait: aiokafka's getmany returns nothing then
         self._partitions.returned(result)
         if records is not None:
             records.polled(result, started)
@@ -429,7 +462,12 @@ class StaticConsumer:
                 if records is not None:
                     records.delivered(record)
                 return record
-            self._partitions.buffer(await self._fetch(wanted, 1000, None))
+            # One record waited for, the rest of what the fetcher holds taken at once and held back
+            # (no read ahead while buffered, as aiokafka's getone): a seek is served by one fetch.
+            first = await self._fetch(wanted, 1000, 1)
+            rest = self._fetched_now(wanted)  # before buffer() pauses: aiokafka drops a paused one's
+            self._partitions.buffer(first)
+            self._partitions.buffer(rest)
 
     def _poll_started(self) -> None:
         membership = self._raise_if_unusable()
@@ -472,6 +510,22 @@ class StaticConsumer:
                     result[ours] = batch
             if result or time.monotonic() >= deadline:
                 return result
+
+    def _fetched_now(self, wanted: Partitions) -> Records:
+        """What the fetcher has already fetched from owned partitions, without waiting (so nothing can
+        read ahead between this and ``buffer``); records of partitions no longer fetching are dropped."""
+        assert self._fetcher is not None
+        fetching = self._partitions.fetching
+        owned = fetching if not wanted else fetching & wanted
+        if not owned:
+            return {}
+        ready = _aiokafka.fetched_now(self._fetcher, [_kafka(tp) for tp in owned])
+        result: Records = {}
+        for tp, batch in ready.items():
+            ours = TopicPartition(tp.topic, tp.partition)
+            if batch and ours in fetching:
+                result[ours] = batch
+        return result
 
     async def _interruptible_fetch(
         self, owned: Partitions, seconds: float, max_records: int | None
@@ -689,7 +743,10 @@ class StaticConsumer:
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Read ``partition`` (owned) from ``offset`` on: next getmany/getone and commits go from there."""
         tp = _inputs.partition(partition, "partition")
-        where = _inputs.offset(offset, "offset")
+        try:
+            where = _inputs.offset(offset, "offset")
+        except TypeError as error:  # aiokafka: ValueError for any offset that is not an int >= 0
+            raise ValueError(str(error)) from None
         self._owned((tp,), "seek")
         self._partitions.sought(tp, where)
         if self._partitions.fetch_state(tp) is not None:

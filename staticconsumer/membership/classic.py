@@ -106,6 +106,8 @@ class ClassicMachine(MachineCore):
         self._join_attempts = 0
         self._join_retry_at: float | None = None
         self._awaiting_poll = False
+        self._first_join_prepared = False
+        """The eager revoke of the (empty) assignment before the first join has run (aiokafka's)."""
 
         # heartbeat and liveness timers
         self._heartbeat_attempts = 0
@@ -549,7 +551,7 @@ class ClassicMachine(MachineCore):
         """
         ownership = self._ownership
         if not ownership.holding:
-            return False
+            return self._coordinator.known and self._prepare_first_join()
         if not self._generation_valid():
             return self._lose_everything(ReleaseReason.MEMBERSHIP_LOST)
         if self._rebalance_protocol is RebalanceProtocol.EAGER:
@@ -566,6 +568,16 @@ class ClassicMachine(MachineCore):
             len(unsubscribed),
         )
         self._emit_all(ownership.revoke(unsubscribed, ReleaseReason.REBALANCE, everything=False))
+        return True
+
+    def _prepare_first_join(self) -> bool:
+        """Eager: the revoke callback runs with the empty assignment before the first join, as aiokafka's
+        ``_on_join_prepare`` does (so a listener ported from aiokafka sees the same calls); True while it
+        runs. Java's coordinator skips it (no generation yet); cooperative only ever revokes something."""
+        if self._first_join_prepared or self._rebalance_protocol is not RebalanceProtocol.EAGER:
+            return False
+        self._first_join_prepared = True
+        self._emit_all(self._ownership.revoke(frozenset(), ReleaseReason.REBALANCE, everything=True))
         return True
 
     def _release_on_stop(self) -> bool:

@@ -32,6 +32,7 @@ from staticconsumer.broker_support import ensure_consumer_protocol
 from staticconsumer.errors import (
     ConsumerStoppedError,
     ErrorCode,
+    InvalidSessionTimeoutError,
     RequestTimedOutError,
     StaticMembershipUnsupportedError,
     broker_error,
@@ -139,6 +140,24 @@ def _resolve(future: concurrent.futures.Future[Any], value: Any) -> None:
 def _fail(future: concurrent.futures.Future[Any], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
+
+
+def _explain_session_timeout(error: InvalidSessionTimeoutError, settings: Settings) -> Exception:
+    """The broker judges session.timeout.ms (as for aiokafka and Java): say which setting it refused and
+    the bounds it accepts, as far as the settings know them (the brokers' defaults unless configured)."""
+    configured = {"broker_min_session_timeout_ms", "broker_max_session_timeout_ms"} & set(
+        settings.explicit_fields
+    )
+    bounds = f"{settings.broker_min_session_timeout_ms} to {settings.broker_max_session_timeout_ms} ms" + (
+        " as configured here" if configured else " by default"
+    )
+    explained = InvalidSessionTimeoutError(
+        f"the brokers refused session.timeout.ms={settings.session_timeout_ms} (session_timeout_ms): it "
+        f"must lie within their group.min.session.timeout.ms and group.max.session.timeout.ms ({bounds}). "
+        f"Set session_timeout_ms within those bounds. ({error})"
+    )
+    explained.__cause__ = error
+    return explained
 
 
 class _OnApplicationLoop:
@@ -279,6 +298,10 @@ class MembershipThread:
         membership = self._membership
         return membership.snapshot if membership is not None else MemberSnapshot()
 
+    async def ended(self) -> Exception | None:
+        """Wait until the membership has ended (the fatal error that ended it, if any)."""
+        return await asyncio.shield(asyncio.wrap_future(self._done))
+
     @property
     def started(self) -> bool:
         """The thread ran (it then closes what it was given to close, whatever happens)."""
@@ -393,14 +416,19 @@ class MembershipThread:
             self._subscribed.set()
 
     def _explain(self, error: Exception, topics: frozenset[str] | None = None) -> Exception:
-        """Authorization failures from the membership, with the missing ACL named (the same object
-        for the same error, so every later call raises one exception). ``topics``: those the failed
-        request named (a commit's), else the subscription's."""
+        """Authorization failures from the membership, with the missing ACL named, and a refused session
+        timeout with the setting and the brokers' bounds (the same object for the same error, so every
+        later call raises one exception). ``topics``: those the failed request named (a commit's), else
+        the subscription's."""
         known = self._explained.get(id(error))
         if known is not None and known[0] is error:
             return known[1]
         named = self._subscription.topics if topics is None else topics
-        explained = connection.explain_authorization(error, self._settings, self._settings.group_id, named)
+        if isinstance(error, InvalidSessionTimeoutError):
+            explained: Exception = _explain_session_timeout(error, self._settings)
+        else:
+            group = self._settings.group_id
+            explained = connection.explain_authorization(error, self._settings, group, named)
         if explained is not error:
             self._explained[id(error)] = (error, explained)
         return explained

@@ -232,7 +232,8 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         minimum=1,
         allowed_text=(
             "an integer within the brokers' group.min/max.session.timeout.ms "
-            f"({MIN_SESSION_TIMEOUT_MS} to {MAX_SESSION_TIMEOUT_MS} by default)"
+            f"({MIN_SESSION_TIMEOUT_MS} to {MAX_SESSION_TIMEOUT_MS} by default), judged by the brokers "
+            "at start() (InvalidSessionTimeoutError)"
         ),
     ),
     SettingSpec(
@@ -253,8 +254,8 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "broker_min_session_timeout_ms",
         "group.min.session.timeout.ms",
         "int",
-        "The brokers' setting of this name, only so session.timeout.ms is checked against it: change it "
-        "here only if your cluster changed it (test brokers often lower it).",
+        "The brokers' setting of this name, only so that the error of a session.timeout.ms the brokers "
+        "refuse can name their bounds: set it here if your cluster changed it (test brokers often lower it).",
         minimum=1,
     ),
     SettingSpec(
@@ -1258,22 +1259,15 @@ def _check_combinations(
     problems: list[SettingProblem] = []
     session, heartbeat = valid.get("session_timeout_ms"), valid.get("heartbeat_interval_ms")
     lowest, highest = valid.get("broker_min_session_timeout_ms"), valid.get("broker_max_session_timeout_ms")
-    if isinstance(lowest, int) and isinstance(highest, int):
-        if lowest > highest:
-            problems.append(
-                labels.problem(
-                    "broker_max_session_timeout_ms",
-                    f"below group.min.session.timeout.ms ({lowest}); no session timeout could be accepted",
-                )
+    # Whether session.timeout.ms lies within the brokers' bounds is the brokers' to judge (as for aiokafka
+    # and Java: INVALID_SESSION_TIMEOUT at start()); only settings that contradict each other are ours.
+    if isinstance(lowest, int) and isinstance(highest, int) and lowest > highest:
+        problems.append(
+            labels.problem(
+                "broker_max_session_timeout_ms",
+                f"below group.min.session.timeout.ms ({lowest}); no session timeout could be accepted",
             )
-        elif isinstance(session, int) and not lowest <= session <= highest:
-            problems.append(
-                labels.problem(
-                    "session_timeout_ms",
-                    f"brokers reject session timeouts outside {lowest} to {highest} ms "
-                    "(group.min/max.session.timeout.ms; if your brokers allow more, set those here too)",
-                )
-            )
+        )
     if isinstance(session, int) and isinstance(heartbeat, int):
         problem = heartbeat_interval_problem(heartbeat, session)
         if problem is not None:

@@ -97,7 +97,26 @@ async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    await consumer.start()
+    # start() waits for the first assignment and raises what ends the membership before it; a SIGTERM
+    # meanwhile ends the start (the member never owned anything).
+    starting = asyncio.ensure_future(consumer.start())
+    stop_requested = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait({starting, stop_requested}, return_when=asyncio.FIRST_COMPLETED)
+    stop_requested.cancel()
+    if not starting.done():
+        starting.cancel()
+        with contextlib.suppress(BaseException):
+            await starting
+        say("stopped")
+        return 0
+    try:
+        starting.result()
+    except FencedInstanceIdError as error:
+        say("fenced", message=str(error))
+        return 3
+    except StaticConsumerError as error:
+        _say_fatal(error)
+        return 4
     say("started")
     identity: tuple[str, int] | None = None
     try:

@@ -86,6 +86,7 @@ def test_a_static_member_life_in_records() -> None:
     records = sink.records()
     assert [schema.tag_of(type(r)) for r in records] == [
         "joining",
+        "revoked",  # eager: the empty revoke before the first join, as aiokafka's
         "sync",
         "assigned",
         "revoked",
@@ -102,14 +103,17 @@ def test_a_static_member_life_in_records() -> None:
     assert {(r.group, r.instance, r.session, r.v) for r in records} == {("g", INSTANCE, "s1", 1)}
     assert all(later.ts >= earlier.ts for earlier, later in itertools.pairwise(records))
     by_type = {schema.tag_of(type(r)): r for r in records}
-    first_sync = records[1]
+    first_revoke = records[1]
+    assert isinstance(first_revoke, schema.Revoked)
+    assert (first_revoke.partitions, first_revoke.generation) == ([], -1)
+    first_sync = records[2]
     assert isinstance(first_sync, schema.Synced)
     assert (first_sync.generation, first_sync.member, first_sync.leader) == (3, MEMBER, "leader-1")
     assert not first_sync.is_leader
-    second_sync = records[5]
+    second_sync = records[6]
     assert isinstance(second_sync, schema.Synced)
     assert (second_sync.generation, second_sync.is_leader, second_sync.skip_assignment) == (4, True, True)
-    assert records[2].partitions == [schema.Partition("t", 0), schema.Partition("t", 1)]
+    assert records[3].partitions == [schema.Partition("t", 0), schema.Partition("t", 1)]
     revoked_record = by_type["revoked"]
     assert isinstance(revoked_record, schema.Revoked)
     assert revoked_record.reason == "rebalance"
@@ -135,10 +139,10 @@ def test_dynamic_member_leaves_and_the_kip394_rejoin_is_logged() -> None:
     h.finish_callback(revoked)
     records = sink.records()
     tags = [schema.tag_of(type(r)) for r in records]
-    assert tags[:4] == ["joining", "rejoin", "sync", "assigned"]
+    assert tags[:5] == ["joining", "revoked", "rejoin", "sync", "assigned"]
     assert "leaving" in tags
     assert records[0].instance is None
-    assert records[3].member == "m-1"
+    assert records[4].member == "m-1"
 
 
 def test_dropped_records_are_counted_and_reported() -> None:

@@ -174,7 +174,7 @@ def test_unrecoverable_runtime_failures_end_the_member_with_partitions_lost() ->
 def test_milestones_say_when_a_join_starts_and_when_it_succeeded() -> None:
     h = Harness()
     lookup = h.start()
-    h.coordinator_found(lookup)
+    h.prepare_first_join(h.coordinator_found(lookup))
     started = [m for m in h.m.milestones if isinstance(m, JoinStarted)]
     assert len(started) == 1
     join = h.sent(act.SendJoinGroup)[0]

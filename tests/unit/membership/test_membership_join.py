@@ -35,6 +35,7 @@ from staticconsumer.membership import (
     GroupProtocol,
     JoinGroupMember,
     MemberState,
+    RebalanceProtocol,
     RequestToken,
 )
 from staticconsumer.membership import actions as act
@@ -80,7 +81,7 @@ def test_member_id_required_means_exactly_two_joins_with_the_full_protocol_list(
     three = (*PROTOCOLS, GroupProtocol("sticky", b"t"))
     h = Harness(instance_id=None)
     lookup = h.start(protocols=three)
-    first = one(h.coordinator_found(lookup), act.SendJoinGroup)
+    first = one(h.prepare_first_join(h.coordinator_found(lookup)), act.SendJoinGroup)
     second_out = h.join_answer(first, ErrorCode.MEMBER_ID_REQUIRED, member_id="consumer-1-abc", generation=-1)
     second = one(second_out, act.SendJoinGroup)
     assert kinds(second_out) == ["SendJoinGroup"], "rejoin at once: no backoff, no callbacks"
@@ -471,3 +472,34 @@ def test_static_leader_that_skipped_can_still_trigger_a_rebalance() -> None:
         act.RunAssignor,
     )
     assert follow.generation == 6, "this time the leader computes"
+
+
+def test_eager_first_join_runs_the_revoke_callback_with_nothing_first() -> None:
+    """aiokafka's _on_join_prepare: on_partitions_revoked(set()) before the first JoinGroup, which waits
+    for it; once only (later joins revoke what was assigned, as before)."""
+    h = Harness()
+    out = h.coordinator_found(h.start())
+    revoked = one(out, act.PartitionsRevoked)
+    assert revoked.partitions == frozenset()
+    assert kinds(out) == ["PartitionsRevoked"], "no StopFetching (nothing fetched), no join before it ends"
+    join = one(h.finish_callback(revoked), act.SendJoinGroup)
+    sync = one(h.join_answer(join), act.SendSyncGroup)
+    h.sync_answer(sync, partitions=[tp("t", 0)])
+    assert h.m.state is MemberState.STABLE
+    assert [r.partitions for r in of(h.history, act.PartitionsRevoked)] == [frozenset()]
+
+
+def test_eager_first_join_revoke_commits_nothing_and_joins_after_an_error_retry() -> None:
+    h = Harness()
+    revoked = one(h.coordinator_found(h.start()), act.PartitionsRevoked)
+    join = one(h.finish_callback(revoked, t0=5), act.SendJoinGroup)  # offsets of nothing owned: ignored
+    assert not of(h.history, act.SendOffsetCommit)
+    retry = h.join_answer(join, ErrorCode.REBALANCE_IN_PROGRESS)
+    assert kinds(retry) == ["SendJoinGroup"], "the first-join revoke runs once, not before each attempt"
+
+
+def test_cooperative_first_join_runs_no_revoke_callback() -> None:
+    """Cooperative listeners only ever hear of partitions that go (never an empty revoke)."""
+    h = Harness(rebalance_protocol=RebalanceProtocol.COOPERATIVE)
+    out = h.coordinator_found(h.start())
+    assert kinds(out) == ["SendJoinGroup"]

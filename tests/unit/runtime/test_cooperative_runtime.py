@@ -46,9 +46,12 @@ def become_stable(
     """Start (or rejoin), join ``generation`` as a follower, sync ``partitions``; returns the join sent."""
     if loop.machine.state.value == "not started":
         lookup = first(step(loop, events.Start, protocols=loop.protocols()), actions.FindCoordinator)
-        join = first(
-            step(loop, events.FindCoordinatorResponse, token=lookup.token, node_id=1), actions.SendJoinGroup
-        )
+        out = step(loop, events.FindCoordinatorResponse, token=lookup.token, node_id=1)
+        prepared = [a for a in out if isinstance(a, actions.PartitionsRevoked)]
+        if prepared:  # eager: the (empty) revoke callback before the first join, as aiokafka's
+            done = prepared[0].callback_id
+            out = step(loop, events.CallbackFinished, callback_id=done, offsets_to_commit={})
+        join = first(out, actions.SendJoinGroup)
     else:
         join = first(step(loop, events.RequestRejoin, reason="r"), actions.SendJoinGroup)
     sent = loop.joining(join)

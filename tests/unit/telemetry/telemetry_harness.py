@@ -162,6 +162,9 @@ class Member:
         self.now += 0.01
         host, port = COORDINATOR
         found = self.feed(ev.FindCoordinatorResponse, token=lookup.token, node_id=1, host=host, port=port)
+        revoked = [a for a in found if isinstance(a, act.PartitionsRevoked)]
+        if revoked:  # eager: the (empty) revoke callback before the first join, as aiokafka's
+            found = self.feed(ev.CallbackFinished, callback_id=revoked[0].callback_id, offsets_to_commit={})
         return one(found, act.SendJoinGroup)
 
     def join_answer(

@@ -115,11 +115,10 @@ def test_an_object_of_the_wrong_type_is_named_by_keyword_for_every_setting() -> 
 
 def test_missing_and_defaulted_settings_are_named_as_keywords_in_the_constructor() -> None:
     with pytest.raises(SettingsError) as caught:
-        StaticConsumer("orders", session_timeout_ms=6_000)
+        StaticConsumer("orders", group_id="billing", session_timeout_ms=6_000)
     names = _problem_names(caught.value)
     assert names == [
         "bootstrap_servers (keyword argument)",
-        "group_id (keyword argument)",
         "heartbeat_interval_ms (default)",  # the default 3000 is not below a third of 6000
     ]
     with pytest.raises(SettingsError) as from_env:

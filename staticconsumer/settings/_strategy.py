@@ -9,7 +9,7 @@ imported: settings stay free of aiokafka, and a look-alike class of the user's i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from staticconsumer.errors import SettingProblem, SettingsError
 
@@ -24,7 +24,7 @@ AIOKAFKA_ASSIGNORS: Final[Mapping[str, str]] = {
 """aiokafka 0.14's assignor classes (by defining module) and the protocol name of ours for each."""
 
 
-def translate_assignment_strategy(options: Mapping[str, object]) -> dict[str, object]:
+def translate_assignment_strategy(options: Mapping[str, Any]) -> dict[str, Any]:
     """``options`` with aiokafka's ``partition_assignment_strategy`` replaced by ``assignors`` names.
 
     Raises :class:`SettingsError` naming each class without an equivalent here (and the ``assignors``

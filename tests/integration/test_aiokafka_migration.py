@@ -22,7 +22,7 @@ from staticconsumer.testing.ledger import CommitSampler, Ledger, LedgerProducer
 
 from .support import describe_group
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.both_versions]
 
 PARTITIONS = 6
 PODS = 3
@@ -172,6 +172,11 @@ async def migrate(
             rebalances = max(sum(1 for at in p.listener.assigned if at >= step_began) for p in pods)
             assert rebalances >= 1, "the new pod got an assignment"
             assert rebalances <= (1 if static else 2), f"step {index}: {rebalances} rebalances"
+            if static and index == 0:
+                # pod-0 formed the group and led it; its replacement takes its place as leader, so the
+                # other client's followers read this leader's assignment (and it read their metadata)
+                ours = [p for p in pods if isinstance(p.consumer, StaticConsumer)]
+                assert any(p.consumer.is_leader for p in ours) == (move_to is StaticConsumer), "who leads"
             if static:
                 described = await describe_group(bootstrap, group)
                 assert sorted(m.group_instance_id or "" for m in described.members) == [

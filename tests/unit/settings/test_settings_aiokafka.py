@@ -196,7 +196,7 @@ def test_an_aiokafka_assignor_without_equivalent_names_the_class_and_the_assigno
 ) -> None:
     from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 
-    class Homegrown(AbstractPartitionAssignor):
+    class Homegrown(AbstractPartitionAssignor):  # type: ignore[misc]
         name = "homegrown"
         version = 0
 
@@ -232,3 +232,19 @@ def test_protocol_names_in_the_strategy_are_checked_as_assignors_are(minimal_env
     )
     with pytest.raises(SettingsError, match="unknown assignor rangee"):
         Settings.from_env(minimal_env, partition_assignment_strategy=("rangee",))
+
+
+def test_aiokafkas_sticky_user_data_and_ours_read_each_other() -> None:
+    """What makes mapping StickyPartitionAssignor to our ``sticky`` safe in one group."""
+    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyAssignorUserDataV1
+
+    from assignors import decode_sticky_user_data, encode_sticky_user_data
+
+    theirs = StickyAssignorUserDataV1([("orders", [0, 2]), ("payments", [1])], 7).encode()
+    decoded = decode_sticky_user_data(theirs)
+    assert sorted(decoded.partitions) == [("orders", 0), ("orders", 2), ("payments", 1)]
+    assert decoded.generation == 7
+    ours = encode_sticky_user_data([("orders", 1), ("payments", 0)], 9)
+    read = StickyAssignorUserDataV1.decode(ours)
+    assert sorted((t, list(p)) for t, p in read.previous_assignment) == [("orders", [1]), ("payments", [0])]
+    assert read.generation == 9

@@ -157,7 +157,9 @@ async def migrate(
 
     pods = [pod(start_as, i) for i in range(PODS)]
     try:
-        for p in pods:
+        await pods[0].start()  # alone at first, so it leads (a leader keeps its role while it stays)
+        await until_every_partition_owned(pods[:1], expected)
+        for p in pods[1:]:
             await p.start()
         await until_every_partition_owned(pods, expected)
         for index in range(PODS):

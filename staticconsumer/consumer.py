@@ -41,6 +41,7 @@ from staticconsumer.runtime.assignment import rebalance_protocol_of
 from staticconsumer.runtime.subscription import Subscription
 from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
+from staticconsumer.settings._strategy import translate_assignment_strategy
 from staticconsumer.telemetry import caller_context, record_tracer, telemetry_observers
 from staticconsumer.telemetry.deferred import NO_PROCESSING, DeferredRecordTracer, NoProcessing
 from staticconsumer.telemetry.fetcher import uninstrumented
@@ -107,6 +108,7 @@ class StaticConsumer:
         api_version_caps: Mapping[str, int] | None = None,
         **options: Any,
     ) -> None:
+        options = translate_assignment_strategy(options)  # aiokafka's keyword, as assignors= names
         fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
         if settings is not None and options:
             settings = Settings.from_keywords(**{**_settings_fields(settings), **options})

@@ -315,8 +315,11 @@ class ClassicMachine(MachineCore):
         token: RequestToken,
         epoch: int,
         minted_member_id: str = NO_MEMBER_ID,
+        *,
+        detail: str = "",
     ) -> None:
-        """Carry out the table's reaction to ``code`` for a JoinGroup, SyncGroup or Heartbeat answer."""
+        """Carry out the table's reaction to ``code`` for a JoinGroup, SyncGroup or Heartbeat answer
+        (``detail``: what the runtime learnt about a refusal, for a fatal error's message)."""
         reaction = table.reaction(code)
         unchanged = self._generation_unchanged(token)
         reason = table.reason_for(code, reaction)
@@ -347,7 +350,7 @@ class ClassicMachine(MachineCore):
                 case Step.FENCE:
                     self._fence()
                 case Step.FAIL:
-                    self._fail(self._fatal_broker_error(table, code))
+                    self._fail(self._fatal_broker_error(table, code, detail))
                 case Step.WARN:
                     log.warning(
                         "group %s: %s failed with %s",
@@ -362,11 +365,23 @@ class ClassicMachine(MachineCore):
                     self._protocol_name = None
                     self._request_rejoin(f"need to re-join with the given member-id: {minted_member_id}")
 
-    def _fatal_broker_error(self, table: rules.ApiRules, code: int) -> Exception:
+    def _fatal_broker_error(self, table: rules.ApiRules, code: int, detail: str = "") -> Exception:
         group = self._config.group_id
         if table is rules.HEARTBEAT:
             return broker_error(code, f"not authorized for group {group!r}")
         if table is rules.JOIN_GROUP:
+            if code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+                # The first thing a pod moved from another client meets when the lists differ: say
+                # which lists, and which setting makes them meet.
+                offered = ", ".join(p.name for p in self._protocols)
+                group_side = detail or "the group's members offer none of them"
+                return broker_error(
+                    code,
+                    f"JoinGroup refused for group {group!r}: no protocol in common with the group. "
+                    f"This member offers {offered}; {group_side}. Add the group's protocol to this "
+                    f"member's assignors= (KAFKA_PARTITION_ASSIGNMENT_STRATEGY), e.g. the default "
+                    f"range, cooperative-sticky, roundrobin (docs/migrating.md)",
+                )
             if code == ErrorCode.UNSUPPORTED_VERSION and self._config.is_static:
                 return broker_error(
                     code,
@@ -671,7 +686,14 @@ class ClassicMachine(MachineCore):
         if code == ErrorCode.NONE:
             self._on_join_success(event)
         else:
-            self._react(rules.JOIN_GROUP, code, event.token, request.coordinator_epoch, event.member_id)
+            self._react(
+                rules.JOIN_GROUP,
+                code,
+                event.token,
+                request.coordinator_epoch,
+                event.member_id,
+                detail=event.refusal_detail,
+            )
 
     def _on_join_success(self, event: ev.JoinGroupResponse) -> None:
         if event.protocol_type is not None and event.protocol_type != self._config.protocol_type:

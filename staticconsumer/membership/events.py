@@ -81,6 +81,9 @@ class JoinGroupResponse(Event):
     member_id: str = ""
     skip_assignment: bool = False
     members: tuple[JoinGroupMember, ...] = ()
+    refusal_detail: str = ""
+    """What the runtime learnt about a refusal beyond its code (INCONSISTENT_GROUP_PROTOCOL: the
+    protocols the group uses, from DescribeGroups), for the error's message."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,6 +46,7 @@ from staticconsumer.membership import (
     events,
 )
 from staticconsumer.protocol import (
+    DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Message,
@@ -471,6 +472,11 @@ class MembershipLoop:
         else:
             if isinstance(event, events.FindCoordinatorResponse) and event.error_code == ErrorCode.NONE:
                 self._coordinator = event.node_id
+            if (
+                isinstance(event, events.JoinGroupResponse)
+                and event.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            ):
+                event = dataclasses.replace(event, refusal_detail=await self._group_protocols())
             self.post(event)
 
     # -- the leader's step ------------------------------------------------------------------------
@@ -678,6 +684,33 @@ class MembershipLoop:
         )
         return GroupView(group.group_state, members)
 
+    async def _group_protocols(self) -> str:
+        """What the group uses, for an INCONSISTENT_GROUP_PROTOCOL error: DescribeGroups names the
+        protocol of a stable group and its members (client and instance ids, never credentials).
+        Empty when the coordinator cannot say; the error is then raised without it."""
+        try:
+            if self._coordinator is None:
+                return ""
+            versions = await _aiokafka.broker_versions(self._client, self._coordinator)
+            exchange = await _aiokafka.send(
+                self._client,
+                self._coordinator,
+                DescribeGroupsRequest(groups=[self.config.group_id]),
+                max_version=_aiokafka.negotiated_version(versions, DescribeGroupsRequest),
+                timeout_ms=self.config.request_timeout_ms,
+            )
+            group = exchange.response_as(DescribeGroupsResponse).groups[0]
+        except Exception as error:  # the refusal is what matters; its detail is a courtesy
+            log.info(
+                "could not describe group %s after INCONSISTENT_GROUP_PROTOCOL: %r",
+                self.config.group_id,
+                error,
+            )
+            return ""
+        if group.error_code != ErrorCode.NONE:
+            return ""
+        return describe_protocols(group)
+
     async def _refresh_pattern(self) -> None:
         metadata = await _aiokafka.topic_partitions(
             self._client, None, internal=not self._topics.exclude_internal
@@ -697,3 +730,24 @@ class MembershipLoop:
                 await self._refresh_pattern()
             except Exception as error:
                 log.info("metadata refresh for the subscription pattern failed: %s", error)
+
+
+_MEMBERS_SHOWN = 5
+"""Members named in an INCONSISTENT_GROUP_PROTOCOL message; the rest are counted."""
+
+
+def describe_protocols(group: DescribedGroup) -> str:
+    """The group's side of an INCONSISTENT_GROUP_PROTOCOL refusal, in words."""
+    members = [
+        m.client_id + (f" (instance {m.group_instance_id})" if m.group_instance_id else "")
+        for m in group.members
+    ]
+    shown = ", ".join(members[:_MEMBERS_SHOWN]) + (
+        f" and {len(members) - _MEMBERS_SHOWN} more" if len(members) > _MEMBERS_SHOWN else ""
+    )
+    who = f"{len(members)} member{'' if len(members) == 1 else 's'}: {shown}" if members else "no members"
+    if group.protocol_type and group.protocol_type != "consumer":
+        return f"the group is not a consumer group: its protocol type is {group.protocol_type!r} ({who})"
+    if group.protocol_data:
+        return f"the group uses protocol {group.protocol_data!r} ({who})"
+    return f"the group is {group.group_state} with no protocol chosen yet ({who})"

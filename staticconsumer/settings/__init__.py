@@ -39,6 +39,7 @@ from staticconsumer.membership.config import (
     heartbeat_interval_problem,
     validate_group_instance_id,
 )
+from staticconsumer.settings._strategy import translate_assignment_strategy
 
 DEFAULT_PREFIX: Final = "KAFKA_"
 
@@ -270,7 +271,9 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         "partition.assignment.strategy",
         "list",
         "Assignor protocol names in order of preference (protocol names, not Java class names). Any "
-        "assignor registered with `assignors.register` before the settings are built is accepted.",
+        "assignor registered with `assignors.register` before the settings are built is accepted. The "
+        "default shares a protocol with groups formed by Java's defaults and by aiokafka's (roundrobin), "
+        "see docs/migrating.md; aiokafka's `partition_assignment_strategy=` classes map to these names.",
         allowed_text=(
             "comma-separated names of registered assignors: "
             + ", ".join(BUILT_IN_ASSIGNORS)
@@ -557,7 +560,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
     broker_min_session_timeout_ms: int = MIN_SESSION_TIMEOUT_MS
     broker_max_session_timeout_ms: int = MAX_SESSION_TIMEOUT_MS
-    assignors: tuple[str, ...] = ("range", "cooperative-sticky")
+    assignors: tuple[str, ...] = ("range", "cooperative-sticky", "roundrobin")
     group_protocol: GroupProtocol = "classic"
     group_remote_assignor: str | None = None
     enable_auto_commit: bool = True
@@ -945,7 +948,7 @@ def _from_env(
     values: dict[str, Any] = {}
     names: dict[str, str] = {}
     shown: dict[str, str] = {}
-    overrides = dict(overrides)
+    overrides = translate_assignment_strategy(overrides)
     # A Settings re-validated with changes (``from_env(**all its fields, **changes)``) passes its own
     # explicit_fields: then a keyword counts as configured if it was before or differs from the default.
     carried = overrides.pop("explicit_fields", None)

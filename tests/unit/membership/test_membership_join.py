@@ -503,3 +503,23 @@ def test_cooperative_first_join_runs_no_revoke_callback() -> None:
     h = Harness(rebalance_protocol=RebalanceProtocol.COOPERATIVE)
     out = h.coordinator_found(h.start())
     assert kinds(out) == ["SendJoinGroup"]
+
+
+def test_no_common_protocol_names_ours_the_groups_and_the_setting_that_fixes_it() -> None:
+    """The first thing a pod moved from another client meets when the lists differ."""
+    h = Harness(instance_id=None)
+    join = h.start_until_join()
+    out = h.feed(
+        ev.JoinGroupResponse,
+        token=join.token,
+        error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+        refusal_detail="the group uses protocol 'roundrobin' (1 member: aiokafka-0.14)",
+    )
+    error = one(out, act.Fatal).error
+    assert isinstance(error, InconsistentGroupProtocolError)
+    offered = ", ".join(p.name for p in join.protocols)
+    assert f"This member offers {offered}; the group uses protocol 'roundrobin'" in str(error)
+    assert "assignors= (KAFKA_PARTITION_ASSIGNMENT_STRATEGY)" in str(error)
+    bare = Harness(instance_id=None)
+    out = bare.join_answer(bare.start_until_join(), ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    assert "the group's members offer none of them" in str(one(out, act.Fatal).error), "no DescribeGroups"

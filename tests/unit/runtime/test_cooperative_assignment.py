@@ -71,6 +71,17 @@ def test_an_eager_assignor_beside_cooperative_sticky_makes_the_member_eager() ->
     assert rebalance_protocol_of([CooperativeStickyAssignor(), RangeAssignor()]) is chosen
 
 
+def test_the_default_list_is_eager_so_it_joins_eager_groups_formed_by_aiokafka_or_java() -> None:
+    """range and roundrobin are eager only: with them in the list the member revokes everything before
+    each join, as the aiokafka (roundrobin) and Java (range first) members it joins do."""
+    from staticconsumer.settings import Settings
+
+    defaults = Settings(bootstrap_servers=("k:9092",), group_id="g").assignors
+    chosen = rebalance_protocol_of([assignor_lib.create(name) for name in defaults])
+    assert chosen is RebalanceProtocol.EAGER
+    assert rebalance_protocol_of([assignor_lib.create(n) for n in reversed(defaults)]) is chosen
+
+
 def test_a_custom_assignor_declares_its_own_protocols() -> None:
     assert rebalance_protocol_of([Fixed({})]) is RebalanceProtocol.COOPERATIVE
     assert rebalance_protocol_of([CooperativeOnly({}), CooperativeStickyAssignor()]) is (

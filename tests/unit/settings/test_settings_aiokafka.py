@@ -159,3 +159,92 @@ async def test_aiokafka_accepts_the_tls_kwargs(
 
 def test_plaintext_builds_no_ssl_context(minimal_env: dict[str, str]) -> None:
     assert _static(minimal_env).tls_context() is None
+
+
+# ------------------------------------------------ aiokafka's partition_assignment_strategy keyword
+
+
+def test_aiokafka_assignor_classes_become_assignor_names_in_order(minimal_env: dict[str, str]) -> None:
+    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    strategy = (RoundRobinPartitionAssignor, StickyPartitionAssignor, RangePartitionAssignor)
+    settings = Settings.from_env(minimal_env, partition_assignment_strategy=strategy)
+    assert settings.assignors == ("roundrobin", "sticky", "range")
+    assert "assignors" in settings.explicit_fields
+
+
+def test_aiokafka_default_strategy_through_the_consumer_constructor() -> None:
+    from staticconsumer import StaticConsumer
+
+    consumer = StaticConsumer(
+        "t",
+        bootstrap_servers="k:9092",
+        group_id="g",
+        partition_assignment_strategy=(RoundRobinPartitionAssignor,),
+        telemetry=False,
+    )
+    assert consumer.settings.assignors == ("roundrobin",)
+    ready = Settings.from_env({}, bootstrap_servers="k:9092", group_id="g", assignors="range")
+    merged = StaticConsumer(
+        "t", settings=ready, partition_assignment_strategy=[RangePartitionAssignor()], telemetry=False
+    )
+    assert merged.settings.assignors == ("range",), "instances too; the keyword replaces the settings' list"
+
+
+def test_an_aiokafka_assignor_without_equivalent_names_the_class_and_the_assignors_setting(
+    minimal_env: dict[str, str],
+) -> None:
+    from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+
+    class Homegrown(AbstractPartitionAssignor):  # type: ignore[misc]
+        name = "homegrown"
+        version = 0
+
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env(minimal_env, partition_assignment_strategy=(RoundRobinPartitionAssignor, Homegrown))
+    (problem,) = raised.value.problems
+    assert problem.name == "partition_assignment_strategy (keyword argument)"
+    assert problem.value == "(RoundRobinPartitionAssignor, " + Homegrown.__qualname__ + ")"
+    assert f"{__name__}.{Homegrown.__qualname__} (protocol 'homegrown')" in problem.allowed
+    assert "set assignors= (KAFKA_PARTITION_ASSIGNMENT_STRATEGY)" in problem.allowed
+
+
+def test_a_look_alike_class_is_not_taken_for_aiokafkas(minimal_env: dict[str, str]) -> None:
+    class RoundRobinPartitionAssignor:  # same name, not aiokafka's
+        name = "roundrobin"
+
+    with pytest.raises(SettingsError, match="no assignor here is equivalent"):
+        Settings.from_env(minimal_env, partition_assignment_strategy=(RoundRobinPartitionAssignor,))
+
+
+def test_both_keywords_or_an_empty_strategy_are_refused(minimal_env: dict[str, str]) -> None:
+    with pytest.raises(SettingsError, match="pass one of the two, not both"):
+        Settings.from_env(
+            minimal_env, assignors="range", partition_assignment_strategy=(RangePartitionAssignor,)
+        )
+    with pytest.raises(SettingsError, match="list at least one assignor"):
+        Settings.from_env(minimal_env, partition_assignment_strategy=())
+
+
+def test_protocol_names_in_the_strategy_are_checked_as_assignors_are(minimal_env: dict[str, str]) -> None:
+    assert Settings.from_env(minimal_env, partition_assignment_strategy=("roundrobin",)).assignors == (
+        "roundrobin",
+    )
+    with pytest.raises(SettingsError, match="unknown assignor rangee"):
+        Settings.from_env(minimal_env, partition_assignment_strategy=("rangee",))
+
+
+def test_aiokafkas_sticky_user_data_and_ours_read_each_other() -> None:
+    """What makes mapping StickyPartitionAssignor to our ``sticky`` safe in one group."""
+    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyAssignorUserDataV1
+
+    from assignors import decode_sticky_user_data, encode_sticky_user_data
+
+    theirs = StickyAssignorUserDataV1([("orders", [0, 2]), ("payments", [1])], 7).encode()
+    decoded = decode_sticky_user_data(theirs)
+    assert sorted(decoded.partitions) == [("orders", 0), ("orders", 2), ("payments", 1)]
+    assert decoded.generation == 7
+    ours = encode_sticky_user_data([("orders", 1), ("payments", 0)], 9)
+    read = StickyAssignorUserDataV1.decode(ours)
+    assert sorted((t, list(p)) for t, p in read.previous_assignment) == [("orders", [1]), ("payments", [0])]
+    assert read.generation == 9

@@ -29,7 +29,8 @@ def test_defaults_are_the_java_clients() -> None:
     assert settings.session_timeout_ms == 45_000
     assert settings.heartbeat_interval_ms == 3_000
     assert settings.max_poll_interval_ms == 300_000
-    assert settings.assignors == ("range", "cooperative-sticky")
+    # Java's default list, then aiokafka's default (roundrobin), so a group either one formed is joinable
+    assert settings.assignors == ("range", "cooperative-sticky", "roundrobin")
     assert settings.enable_auto_commit is True
     assert settings.auto_commit_interval_ms == 5_000
     assert settings.auto_offset_reset == "latest"
@@ -219,7 +220,7 @@ def test_loggable_properties_use_kafka_names_and_mask_secrets(minimal_env: dict[
     assert list(logged) == [spec.kafka_property for spec in SETTINGS]
     assert logged["sasl.password"] == "***"
     assert logged["session.timeout.ms"] == "45000"
-    assert logged["partition.assignment.strategy"] == "range,cooperative-sticky"
+    assert logged["partition.assignment.strategy"] == "range,cooperative-sticky,roundrobin"
     assert logged["group.instance.id"] == "(unset)"
     assert "hunter2" not in repr(logged)
 

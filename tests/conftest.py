@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from staticconsumer.testing.broker import DEFAULT_VERSION
-from staticconsumer.testing.oracle import JavaOracle
+from tests.interop.oracle import JavaOracle
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

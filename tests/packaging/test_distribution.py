@@ -112,6 +112,8 @@ def test_the_wheel_holds_the_packages_their_type_markers_and_the_license_and_not
     assert "assignors/py.typed" in names
     assert "staticconsumer/__main__.py" in names
     assert "staticconsumer/settings/__main__.py" in names
+    oracle = [n for n in names if "oracle" in n]
+    assert not oracle, f"the Java oracle is test code (tests/interop), never installed: {oracle}"
     assert f"staticconsumer-{VERSION}.dist-info/licenses/LICENSE" in names
     with zipfile.ZipFile(built.wheel) as archive:
         license_text = archive.read(f"staticconsumer-{VERSION}.dist-info/licenses/LICENSE").decode()

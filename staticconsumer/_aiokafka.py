@@ -1109,6 +1109,8 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_subscription", instance=True),
     Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_fetcher", instance=True),
     Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_max_poll_records", instance=True),
+    # read (never patched) by _bounce_member's aiokafka member for its generation: that process must not
+    # import staticconsumer, so it names the attribute itself; listed here to be checked all the same
     Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_coordinator", instance=True),
     Internal(
         "aiokafka.consumer.subscription_state.SubscriptionState",

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-if TYPE_CHECKING:
-    from staticconsumer.testing import EmbeddedKafka
-
 # The testing kit (embedded broker, jars) loads only in the subcommands that run it: describe,
 # list-groups and remove-members never pay for it.
+if TYPE_CHECKING:
+    from staticconsumer.testing import EmbeddedKafka
 
 
 def _prefetch(versions: Sequence[str]) -> int:

@@ -54,3 +54,14 @@ def test_consumer_timeout_ms_must_be_milliseconds(bad: object) -> None:
 
 def _portal_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name == "staticconsumer-sync"]
+
+
+def test_from_env_names_the_variable_that_is_wrong_and_leaves_no_thread() -> None:
+    environ = {
+        "KAFKA_BOOTSTRAP_SERVERS": "localhost:1",
+        "KAFKA_GROUP_ID": "g",
+        "KAFKA_SESSION_TIMEOUT_MS": "soon",
+    }
+    with pytest.raises(SettingsError, match="KAFKA_SESSION_TIMEOUT_MS"):
+        StaticConsumer.from_env("t", environ=environ)
+    assert _portal_threads() == []

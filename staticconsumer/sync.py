@@ -128,16 +128,37 @@ class StaticConsumer:
 
     # -- the bridge -----------------------------------------------------------------------------
 
-    def _blocking(self, call: Callable[..., Any], *args: Any) -> Any:
-        """Run ``call(*args)`` (a coroutine function) on the loop and wait for it. Ctrl-C or SIGTERM
-        while waiting cancels it and closes the consumer without a LeaveGroup, then propagates."""
+    def _blocking(
+        self, call: Callable[..., Any], *args: Any, unread: Callable[[Any], None] | None = None
+    ) -> Any:
+        """Run ``call(*args)`` (a coroutine function) on the loop and wait for it.
+
+        Ctrl-C or SIGTERM while waiting cancels it and closes the consumer without a LeaveGroup, then
+        propagates. Records the call returned that the caller will never see (it finished just as the
+        signal came) are handed to ``unread``, which seeks back to them so close() does not commit them.
+        """
         if self._closed:
             raise ConsumerStoppedError("the consumer is closed")
-        future = self._portal.start_task_soon(call, *args)
+        ended = threading.Event()
+        outcome: list[Any] = []
+
+        async def run() -> Any:
+            try:
+                result = await call(*args)
+                outcome.append(result)  # no await between the two: a cancel lands before or not at all
+                return result
+            finally:
+                ended.set()
+
+        future = self._portal.start_task_soon(run)
         try:
             return future.result()
         except (KeyboardInterrupt, SystemExit):
             future.cancel()
+            ended.wait(self.settings.request_timeout_ms / 1000)
+            if outcome and unread is not None:
+                with contextlib.suppress(Exception):  # revoked meanwhile: read again by its next owner
+                    self._portal.call(unread, outcome[0])
             self.close()
             raise
 
@@ -199,7 +220,9 @@ class StaticConsumer:
             )
         self._run_commit_callbacks()
         try:
-            records: Records = self._blocking(_getmany, self._consumer, timeout_ms, max_records)
+            records: Records = self._blocking(
+                _getmany, self._consumer, timeout_ms, max_records, unread=self._unread_batch
+            )
         finally:
             self._raise_listener_error()
         self._run_commit_callbacks()
@@ -214,7 +237,9 @@ class StaticConsumer:
             raise StopIteration
         self._run_commit_callbacks()
         try:
-            record = self._blocking(_next_record, self._consumer, self._iteration_timeout)
+            record = self._blocking(
+                _next_record, self._consumer, self._iteration_timeout, unread=self._unread_record
+            )
         except ConsumerStoppedError:
             if self._closed:
                 raise StopIteration from None
@@ -224,6 +249,15 @@ class StaticConsumer:
         if record is None:
             raise StopIteration
         return record
+
+    def _unread_batch(self, records: Records) -> None:
+        for tp, rows in records.items():
+            if rows:
+                self._consumer.seek(tp, rows[0].offset)
+
+    def _unread_record(self, record: Any) -> None:
+        if record is not None:
+            self._consumer.seek(TopicPartition(record.topic, record.partition), record.offset)
 
     def processing(self, record: Any) -> Any:
         """``with consumer.processing(record):`` runs the block in the record's ``process`` span."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -302,3 +303,35 @@ def test_a_kafka_python_group_moves_to_the_sync_consumer_pod_by_pod(
         assert m.process.poll() is None, m.events  # an error would have ended the process
     for m in members:
         assert m.stop(signal.SIGINT) == 0
+
+
+@pytest.mark.parametrize("seek_back", [True, False], ids=["unread", "without-unread"])
+def test_records_taken_by_an_interrupted_poll_are_not_committed_by_the_close(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str, seek_back: bool
+) -> None:
+    """The race Ctrl-C can hit: the fetch finished (records count as consumed) just as the signal came.
+    Without seeking back (the control case), auto-commit at close would commit records nobody handled."""
+    topic = create_topic(partitions=1)
+    asyncio.run(produce(kafka_broker.bootstrap_servers, topic, 3))
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        group_id=unique_group,
+        group_instance_id="worker-0",
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=500,
+        auto_offset_reset="earliest",
+        enable_auto_commit=True,
+    )
+
+    async def fetch_then_interrupted() -> Any:
+        records = await consumer._consumer.getmany(timeout_ms=10000)
+        os.kill(os.getpid(), signal.SIGINT)  # reaches the main thread, waiting for this call
+        time.sleep(0.3)  # noqa: ASYNC251 (no await on purpose: the call ends after the signal)
+        return records
+
+    with pytest.raises(KeyboardInterrupt):
+        consumer._blocking(fetch_then_interrupted, unread=consumer._unread_batch if seek_back else None)
+    assert [t.name for t in threading.enumerate() if t.name == "staticconsumer-sync"] == []
+    committed = asyncio.run(committed_offsets(kafka_broker.bootstrap_servers, unique_group))
+    assert committed.get(TopicPartition(topic, 0), 0) == (0 if seek_back else 3)

@@ -118,13 +118,14 @@ class StaticConsumer:
         )
         try:
             self._consumer: AsyncStaticConsumer = self._portal.call(_built, build)
+            if handle_sigterm:  # before joining: SIGTERM while the constructor waits closes cleanly too
+                self._take_sigterm()
             self._blocking(self._consumer.start)
         except BaseException:
             self._closed = True
             self._stack.close()
+            self._give_back_sigterm()
             raise
-        if handle_sigterm:
-            self._take_sigterm()
 
     # -- the bridge -----------------------------------------------------------------------------
 
@@ -180,6 +181,11 @@ class StaticConsumer:
             return  # the application (Celery, gunicorn...) handles it
         self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
+    def _give_back_sigterm(self) -> None:
+        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     def __enter__(self) -> StaticConsumer:
@@ -198,9 +204,7 @@ class StaticConsumer:
             self._portal.call(self._consumer.stop, leave_group)
         finally:
             self._stack.close()
-            if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, self._previous_sigterm)
-                self._previous_sigterm = None
+            self._give_back_sigterm()
             self._run_commit_callbacks()
 
     # -- records --------------------------------------------------------------------------------

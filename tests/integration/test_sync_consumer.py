@@ -115,6 +115,7 @@ def test_iteration_stops_after_consumer_timeout_ms_and_commits_what_it_returned(
 ) -> None:
     topic = create_topic(partitions=1)
     asyncio.run(produce(kafka_broker.bootstrap_servers, topic, 5))
+    sigterm = signal.getsignal(signal.SIGTERM)
     with StaticConsumer(
         topic,
         bootstrap_servers=kafka_broker.bootstrap_servers,
@@ -137,6 +138,7 @@ def test_iteration_stops_after_consumer_timeout_ms_and_commits_what_it_returned(
     assert asyncio.run(committed_offsets(kafka_broker.bootstrap_servers, unique_group)) == {
         TopicPartition(topic, 0): 5
     }
+    assert signal.getsignal(signal.SIGTERM) is sigterm  # close() gave SIGTERM back
 
 
 class Member:

@@ -61,3 +61,17 @@ def test_the_sasl_ssl_example_consumes_with_aiokafkas_security_keywords() -> Non
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("over SASL_SSL") == 5
     assert "billing-secret" not in result.stdout + result.stderr
+
+
+@pytest.mark.kafka
+def test_the_sync_worker_blocks_past_its_session_and_restarts_without_rebalance() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "sync_worker.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("handled invoice-") == 6
+    assert "still generation 1" in result.stdout
+    assert "restarted: generation 1, partitions 3" in result.stdout

@@ -25,11 +25,13 @@ NEVER_AT_START = (
     "staticconsumer.testing",
     "staticconsumer.cli",
     "staticconsumer._groupless",
+    "staticconsumer.sync",
 )
 """Heavy or tool-only modules: analytics and admin tools, test helpers, the event log (only when
 configured), OpenTelemetry (only once the process uses it), ``importlib.metadata`` (the package
 version is ``staticconsumer.__version__``), and anyio (the membership loop uses the standard library's
-task groups: anyio's asyncio backend cost ~15 ms of CPU at every start); the consumer without a group
+task groups: anyio's asyncio backend cost ~15 ms of CPU at every start; only the synchronous consumer,
+``staticconsumer.sync``, uses it, for its blocking portal); the consumer without a group
 (``group_id=None``) loads only when one is built."""
 
 
@@ -99,3 +101,8 @@ def test_an_event_log_loads_when_configured(tmp_path: Path) -> None:
     path = str(tmp_path / "events.jsonl")
     code = CONSTRUCT.replace("'g-0'", f"'g-0', event_log_path={path!r}")
     assert "staticconsumer.eventlog" in _loaded_after(code)
+
+
+def test_anyio_comes_with_the_sync_consumer_only() -> None:
+    """The check above names anyio rightly: the sync consumer's module does load it."""
+    assert {"anyio", "staticconsumer.sync"} <= set(_loaded_after("import staticconsumer.sync"))

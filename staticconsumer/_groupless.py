@@ -280,6 +280,8 @@ class GrouplessConsumer(StaticConsumer):
         return record
 
     def __aiter__(self) -> GrouplessConsumer:
+        if self._stopping:  # as aiokafka: a loop that iterates again after stop() must not spin forever
+            raise ConsumerStoppedError(NOT_STARTED)
         return self
 
     async def __anext__(self) -> ConsumerRecord[Any, Any]:

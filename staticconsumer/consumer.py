@@ -561,6 +561,8 @@ class StaticConsumer:
             await asyncio.wait_for(self._changed.wait(), seconds)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:
+        if self._stopping:  # as aiokafka: a loop that iterates again after stop() must not spin forever
+            raise ConsumerStoppedError("the consumer was stopped: iterate a consumer that is running")
         records = self._records
         # The tracer's loop object notices the loop being left, so the record's span ends there.
         return records.loop(self.__anext__, self._partitions.take_one) if records is not None else self

@@ -165,6 +165,8 @@ async def test_a_poll_waiting_when_stop_runs_ends_as_aiokafkas(
     assert time.monotonic() - began < 10
     with pytest.raises(ConsumerStoppedError):  # called after stop(): refused, as aiokafka
         await consumer.getmany(timeout_ms=10)
+    with pytest.raises(ConsumerStoppedError):  # a new loop over a stopped consumer must not spin
+        await iterate()
 
 
 async def test_seek_then_getmany_reads_from_the_sought_offset(

@@ -177,6 +177,8 @@ async def test_getone_and_iteration_until_stop(
         await consumer.getone()
     with pytest.raises(ConsumerStoppedError):
         await consumer.getmany()
+    with pytest.raises(ConsumerStoppedError):  # a new loop over a stopped consumer must not spin
+        await iterate()
 
 
 async def test_subscribe_without_a_group_takes_every_partition(

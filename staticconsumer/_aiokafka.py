@@ -33,6 +33,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
+from staticconsumer.connection.reconnect import (
+    DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+    DEFAULT_RECONNECT_BACKOFF_MS,
+    ReconnectBackoff,
+)
 from staticconsumer.errors import (
     DecodeError,
     EncodeError,
@@ -684,6 +689,8 @@ class AiokafkaNoise(NamedTuple):
     address: str | None = None
     topic: str | None = None
     unauthorized: bool = False
+    attempt: bool = False
+    """A failed attempt to connect (one record per attempt), not a request failing on a connection."""
 
 
 _CONNECT_FAILED = "Unable connect to node with id %s: %s"
@@ -708,7 +715,9 @@ def classify_record(record: logging.LogRecord) -> AiokafkaNoise | None:
 
     args: tuple[Any, ...] = record.args if isinstance(record.args, tuple) else ()
     try:
-        if record.name == "aiokafka" and record.msg in (_CONNECT_FAILED, _METADATA_REQUEST_FAILED):
+        if record.name == "aiokafka" and record.msg == _CONNECT_FAILED:
+            return _connection_noise([args[0]], args[1], attempt=True)
+        if record.name == "aiokafka" and record.msg == _METADATA_REQUEST_FAILED:
             return _connection_noise([args[0]], args[1])
         if record.name == "aiokafka" and record.msg == _METADATA_FAILED:
             return _connection_noise(list(args[0]), "metadata update failed")
@@ -729,7 +738,7 @@ def classify_record(record: logging.LogRecord) -> AiokafkaNoise | None:
     return None
 
 
-def _connection_noise(nodes: list[Any], error: object) -> AiokafkaNoise | None:
+def _connection_noise(nodes: list[Any], error: object, *, attempt: bool = False) -> AiokafkaNoise | None:
     node_ids = tuple(int(node) for node in nodes if isinstance(node, int) or str(node).isdigit())
     if not node_ids:
         return None
@@ -741,7 +750,7 @@ def _connection_noise(nodes: list[Any], error: object) -> AiokafkaNoise | None:
     if match:
         host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
         address = f"{host}:{port}"
-    return AiokafkaNoise("connection", node_ids=node_ids, cause=cause, address=address)
+    return AiokafkaNoise("connection", node_ids=node_ids, cause=cause, address=address, attempt=attempt)
 
 
 # -- Bounded responses ----------------------------------------------------------------------------------
@@ -885,7 +894,14 @@ def _bounded() -> tuple[Any, Any, Any]:
     class BoundedClient(AIOKafkaClient):  # type: ignore[misc]
         """Connections made by this client (bootstrap and per node) refuse frames over the limit."""
 
-        def __init__(self, *, max_response_bytes: int, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *,
+            max_response_bytes: int,
+            reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
+            reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+            **kwargs: Any,
+        ) -> None:
             if not 0 < max_response_bytes <= MAX_FRAME_BYTES:
                 raise ValueError(
                     f"max_response_bytes must be 1 to {MAX_FRAME_BYTES}, got {max_response_bytes}"
@@ -893,6 +909,9 @@ def _bounded() -> tuple[Any, Any, Any]:
             super().__init__(**kwargs)
             self.max_response_bytes = max_response_bytes
             self.on_oversized: Callable[[Any, ResponseTooLargeError], None] | None = None
+            self.reconnect_backoff = ReconnectBackoff(reconnect_backoff_ms, reconnect_backoff_max_ms)
+            self.connect_attempts = 0
+            """Connections this client tried to open to brokers (bootstrap excluded), for tests and probes."""
 
         async def bootstrap(self) -> None:
             token = _response_limit.set(self.max_response_bytes)
@@ -904,11 +923,27 @@ def _bounded() -> tuple[Any, Any, Any]:
         async def _get_conn(
             self, node_id: Any, *, group: Any = ConnectionGroup.DEFAULT, no_hint: bool = False
         ) -> Any:
+            """aiokafka connects whenever anything asks (metadata refresh, fetcher, our requests): tens of
+            attempts a second to a broker that is down. Here a broker that failed is not tried again
+            before its reconnect backoff has passed (Java's ClusterConnectionStates); None meanwhile, as
+            for a failed attempt, so every caller retries as it already does."""
+            existing = self._conns.get((node_id, group))
+            if existing is not None and existing.connected():
+                return existing
+            now = asyncio.get_running_loop().time()
+            if not self.reconnect_backoff.may_connect(node_id, now):
+                return None
+            self.connect_attempts += 1
             token = _response_limit.set(self.max_response_bytes)
             try:
-                return await super()._get_conn(node_id, group=group, no_hint=no_hint)
+                conn = await super()._get_conn(node_id, group=group, no_hint=no_hint)
             finally:
                 _response_limit.reset(token)
+            if conn is None:
+                self.reconnect_backoff.failed(node_id, asyncio.get_running_loop().time())
+            else:
+                self.reconnect_backoff.connected(node_id)
+            return conn
 
         async def send(self, node_id: Any, request: Any, *, group: Any = ConnectionGroup.DEFAULT) -> Any:
             try:
@@ -925,10 +960,22 @@ def _bounded() -> tuple[Any, Any, Any]:
         ``getmany``/``getone`` for the partitions it was for (as aiokafka raises per-partition errors),
         instead of being retried silently for ever."""
 
-        def __init__(self, *, max_response_bytes: int, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *,
+            max_response_bytes: int,
+            reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
+            reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+            **kwargs: Any,
+        ) -> None:
             super().__init__(**kwargs)
             client_kwargs = {k: v for k, v in kwargs.items() if k in client_parameters}
-            self._client = BoundedClient(max_response_bytes=max_response_bytes, **client_kwargs)
+            self._client = BoundedClient(
+                max_response_bytes=max_response_bytes,
+                reconnect_backoff_ms=reconnect_backoff_ms,
+                reconnect_backoff_max_ms=reconnect_backoff_max_ms,
+                **client_kwargs,
+            )
             self._client.on_oversized = self._oversized
 
         def _oversized(self, request: Any, error: ResponseTooLargeError) -> None:

@@ -106,7 +106,11 @@ class GrouplessConsumer(StaticConsumer):
             )
         s = self.settings
         fetcher = _aiokafka.new_fetcher(
-            max_response_bytes=s.response_limits()[1], subclass=uninstrumented, **self._fetcher_kwargs()
+            max_response_bytes=s.response_limits()[1],
+            reconnect_backoff_ms=s.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=s.reconnect_backoff_max_ms,
+            subclass=uninstrumented,
+            **self._fetcher_kwargs(),
         )
         if self._pattern is not None:
             fetcher.subscribe(pattern=self._pattern)

@@ -242,7 +242,11 @@ class StaticConsumer:
             closers=(self.event_log.aclose,) if self.event_log is not None else (),
         )
         self._fetcher = fetcher = _aiokafka.new_fetcher(
-            max_response_bytes=s.response_limits()[1], subclass=uninstrumented, **self._fetcher_kwargs()
+            max_response_bytes=s.response_limits()[1],
+            reconnect_backoff_ms=s.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=s.reconnect_backoff_max_ms,
+            subclass=uninstrumented,
+            **self._fetcher_kwargs(),
         )
         membership = self._membership
         ready = asyncio.ensure_future(membership.start())

@@ -4,7 +4,8 @@ While a broker is down, aiokafka logs about 40 ERROR lines a second ("Unable con
 "Unable to update metadata...", "Failed fetch messages...") and ``getmany`` keeps returning ``{}``, so
 the one fact that matters (the broker is unreachable, since when, and whether it came back) drowns.
 :class:`ConnectionMonitor` folds those records: the first one for a broker becomes one WARNING, the rest
-are counted, and the broker coming back is one more WARNING with the outage's length and the count.
+are counted, and the broker coming back is one INFO with the outage's length, the number of connection
+attempts made during it (spaced by the clients' reconnect backoff) and the count of folded records.
 Its :attr:`~ConnectionMonitor.state` is what ``consumer.connection_state`` reports.
 
 Records are recognised by :func:`staticconsumer._aiokafka.classify_record` and claimed by a monitor only
@@ -51,6 +52,8 @@ class BrokerOutage:
     cause: str
     suppressed: int = 0
     stale: tuple[object, ...] = ()
+    attempts: int = 0
+    """Failed connection attempts to it during the outage (aiokafka logs one record per attempt)."""
     """The connections to it that existed when it failed: one of them still looking open (its close not
     noticed yet, or another client's) is no sign of recovery; only a connection made since is."""
 
@@ -170,15 +173,19 @@ class ConnectionMonitor:
 
     # -- transitions (also callable directly, e.g. by the consumer on its own request failures) ------
 
-    def failed(self, node_id: int, address: str, cause: str) -> None:
-        """A connection to ``address`` failed: the first failure of an outage is logged, the rest counted."""
+    def failed(self, node_id: int, address: str, cause: str, *, attempt: bool = False) -> None:
+        """A connection to ``address`` failed (``attempt``: a failed attempt to connect, not a request
+        failing on it): the first failure of an outage is logged, the rest counted."""
         with self._lock:
             outage = self._outages.get(address)
             if outage is not None:
                 outage.suppressed += 1
+                outage.attempts += attempt
                 return
             stale = tuple(conn for c in self._clients for conn in _aiokafka.node_connections(c, node_id))
-            self._outages[address] = BrokerOutage(address, node_id, self._clock(), cause, stale=stale)
+            self._outages[address] = BrokerOutage(
+                address, node_id, self._clock(), cause, stale=stale, attempts=int(attempt)
+            )
             self._next_reconnect[address] = (self._clock() + self._backoff[0], self._backoff[0])
             state, changed = self._restate()
             known = self._known_addresses()
@@ -199,20 +206,22 @@ class ConnectionMonitor:
             self._on_change(state)
 
     def recovered(self, address: str) -> None:
-        """``address`` answers again: logged once with the outage's length and how much was folded."""
+        """``address`` answers again: one INFO with the outage's length, the connection attempts made
+        during it and how much was folded (the outage's start was the WARNING)."""
         with self._lock:
             outage = self._outages.pop(address, None)
             self._next_reconnect.pop(address, None)
             if outage is None:
                 return
             state, changed = self._restate()
-        self._logger.warning(
-            "%s: Kafka broker %s (node %d) is reachable again after %.1f s (%d connection errors were not "
-            "logged); connection state %s",
+        self._logger.info(
+            "%s: Kafka broker %s (node %d) is reachable again after %.1f s and %d failed connection "
+            "attempts (%d connection errors were not logged); connection state %s",
             self.name,
             address,
             outage.node_id,
             self._clock() - outage.since,
+            outage.attempts,
             outage.suppressed,
             state.value,
         )
@@ -267,7 +276,7 @@ class ConnectionMonitor:
         if not nodes:
             return False
         for node in nodes:
-            self.failed(node, ours[node], noise.cause)
+            self.failed(node, ours[node], noise.cause, attempt=noise.attempt)
         return True
 
     def _claim_topic(self, noise: _aiokafka.AiokafkaNoise) -> bool:
@@ -349,7 +358,13 @@ def _is_ip(host: str) -> bool:
 
 def _copy(outage: BrokerOutage) -> BrokerOutage:
     return BrokerOutage(
-        outage.address, outage.node_id, outage.since, outage.cause, outage.suppressed, outage.stale
+        outage.address,
+        outage.node_id,
+        outage.since,
+        outage.cause,
+        outage.suppressed,
+        outage.stale,
+        outage.attempts,
     )
 
 

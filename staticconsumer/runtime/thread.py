@@ -504,7 +504,10 @@ class MembershipThread:
         self._stop_early = asyncio.Event()
         settings = self._settings
         client = self._client = _aiokafka.new_client(
-            max_response_bytes=settings.response_limits()[0], **settings.aiokafka_client_kwargs()
+            max_response_bytes=settings.response_limits()[0],
+            reconnect_backoff_ms=settings.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=settings.reconnect_backoff_max_ms,
+            **settings.aiokafka_client_kwargs(),
         )
         tasks: list[asyncio.Future[Any]] = []
         try:

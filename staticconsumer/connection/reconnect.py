@@ -1,0 +1,83 @@
+"""Reconnect backoff per broker, as Java's ``ClusterConnectionStates`` does it (issue 27).
+
+aiokafka reconnects to a broker whenever anything asks for it (the metadata refresh, the fetcher, our
+requests), so while a broker was down each consumer made 24-43 connection attempts a second and a fleet
+would greet the recovering broker with a storm. Java waits ``reconnect.backoff.ms`` after the first failed
+attempt, doubling per consecutive failure up to ``reconnect.backoff.max.ms``, each wait scaled by a random
+factor in [0.8, 1.2] so a fleet does not retry in step; a successful connect resets it.
+
+Pure arithmetic: the clock and the random factor are inputs, so it is tested without sleeping.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Hashable
+
+DEFAULT_RECONNECT_BACKOFF_MS = 50
+DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1_000
+JITTER = 0.2
+"""Each wait is scaled by a factor drawn from [1 - JITTER, 1 + JITTER] (Java's CONNECTION_SETUP jitter)."""
+
+
+def reconnect_delay_ms(failures: int, base_ms: int, max_ms: int, factor: float = 1.0) -> float:
+    """The wait after ``failures`` consecutive failed attempts (1 for the first): ``base_ms`` doubled per
+    failure after the first, capped at ``max_ms`` (never below ``base_ms``), times the jitter ``factor``."""
+    if base_ms <= 0:
+        return 0.0
+    ceiling = max(max_ms, base_ms)
+    exponent = min(max(failures - 1, 0), math.ceil(math.log2(ceiling / base_ms)) if ceiling > base_ms else 0)
+    return min(base_ms * (1 << exponent), ceiling) * factor
+
+
+class ReconnectBackoff:
+    """When each broker (any hashable key: a node id, ``host:port``) may be connected to again.
+
+    ``may_connect(key, now)`` before an attempt, ``failed(key, now)`` after a failed one, ``connected(key)``
+    after a good one. Times are seconds on any monotonic clock the caller owns.
+    """
+
+    def __init__(
+        self,
+        base_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
+        max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+        *,
+        jitter: Callable[[], float] | None = None,
+    ) -> None:
+        if base_ms < 0 or max_ms < 0:
+            raise ValueError(f"reconnect backoff must not be negative, got {base_ms} ms and {max_ms} ms")
+        self.base_ms = base_ms
+        self.max_ms = max_ms
+        self._jitter = jitter if jitter is not None else _uniform_jitter
+        self._failures: dict[Hashable, int] = {}
+        self._not_before: dict[Hashable, float] = {}
+
+    def may_connect(self, key: Hashable, now: float) -> bool:
+        """Whether an attempt to ``key`` is allowed at ``now`` (always, until it has failed)."""
+        return now >= self._not_before.get(key, now)
+
+    def wait(self, key: Hashable, now: float) -> float:
+        """Seconds until an attempt to ``key`` is allowed (0 when it is now)."""
+        return max(self._not_before.get(key, now) - now, 0.0)
+
+    def failures(self, key: Hashable) -> int:
+        """Consecutive failed attempts to ``key`` since its last good connect."""
+        return self._failures.get(key, 0)
+
+    def failed(self, key: Hashable, now: float) -> float:
+        """An attempt to ``key`` failed at ``now``: returns the wait (seconds) before the next one."""
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        delay = reconnect_delay_ms(failures, self.base_ms, self.max_ms, self._jitter()) / 1000
+        self._not_before[key] = now + delay
+        return delay
+
+    def connected(self, key: Hashable) -> None:
+        """A connect to ``key`` worked: the next failure starts from the base again."""
+        self._failures.pop(key, None)
+        self._not_before.pop(key, None)
+
+
+def _uniform_jitter() -> float:
+    return random.uniform(1 - JITTER, 1 + JITTER)  # spreading retries, not a secret

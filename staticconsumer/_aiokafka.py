@@ -29,15 +29,12 @@ import io
 import logging
 import re
 import struct
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
-from staticconsumer.connection.reconnect import (
-    DEFAULT_RECONNECT_BACKOFF_MAX_MS,
-    DEFAULT_RECONNECT_BACKOFF_MS,
-    ReconnectBackoff,
-)
+from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     DecodeError,
     EncodeError,
@@ -297,6 +294,9 @@ def new_client(*, max_response_bytes: int | None = None, **kwargs: Any) -> Any:
 
     Its connections refuse response frames larger than ``max_response_bytes`` (default
     :data:`GROUP_RESPONSE_MAX_BYTES`) with :class:`~staticconsumer.errors.ResponseTooLargeError`.
+    It reconnects to a failed broker only as ``reconnect_backoff`` (a
+    :class:`~staticconsumer.connection.reconnect.ReconnectBackoff`, shared with the consumer's other
+    client; default: one of its own with Java's defaults) allows.
     """
     limit = GROUP_RESPONSE_MAX_BYTES if max_response_bytes is None else max_response_bytes
     return _bounded()[1](max_response_bytes=limit, **kwargs)
@@ -898,8 +898,7 @@ def _bounded() -> tuple[Any, Any, Any]:
             self,
             *,
             max_response_bytes: int,
-            reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
-            reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+            reconnect_backoff: ReconnectBackoff | None = None,
             **kwargs: Any,
         ) -> None:
             if not 0 < max_response_bytes <= MAX_FRAME_BYTES:
@@ -909,9 +908,7 @@ def _bounded() -> tuple[Any, Any, Any]:
             super().__init__(**kwargs)
             self.max_response_bytes = max_response_bytes
             self.on_oversized: Callable[[Any, ResponseTooLargeError], None] | None = None
-            self.reconnect_backoff = ReconnectBackoff(reconnect_backoff_ms, reconnect_backoff_max_ms)
-            self.connect_attempts = 0
-            """Connections this client tried to open to brokers (bootstrap excluded), for tests and probes."""
+            self.reconnect_backoff = reconnect_backoff or ReconnectBackoff()
 
         async def bootstrap(self) -> None:
             token = _response_limit.set(self.max_response_bytes)
@@ -930,19 +927,20 @@ def _bounded() -> tuple[Any, Any, Any]:
             existing = self._conns.get((node_id, group))
             if existing is not None and existing.connected():
                 return existing
-            now = asyncio.get_running_loop().time()
-            if not self.reconnect_backoff.may_connect(node_id, now):
+            broker = self.cluster.broker_metadata(node_id)
+            key = f"{broker.host}:{broker.port}" if broker is not None else str(node_id)
+            if not self.reconnect_backoff.begin(key, time.monotonic()):
                 return None
-            self.connect_attempts += 1
+            conn = None
             token = _response_limit.set(self.max_response_bytes)
             try:
                 conn = await super()._get_conn(node_id, group=group, no_hint=no_hint)
             finally:
                 _response_limit.reset(token)
-            if conn is None:
-                self.reconnect_backoff.failed(node_id, asyncio.get_running_loop().time())
-            else:
-                self.reconnect_backoff.connected(node_id)
+                if conn is None:
+                    self.reconnect_backoff.failed(key, time.monotonic())
+                else:
+                    self.reconnect_backoff.connected(key)
             return conn
 
         async def send(self, node_id: Any, request: Any, *, group: Any = ConnectionGroup.DEFAULT) -> Any:
@@ -964,16 +962,14 @@ def _bounded() -> tuple[Any, Any, Any]:
             self,
             *,
             max_response_bytes: int,
-            reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
-            reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+            reconnect_backoff: ReconnectBackoff | None = None,
             **kwargs: Any,
         ) -> None:
             super().__init__(**kwargs)
             client_kwargs = {k: v for k, v in kwargs.items() if k in client_parameters}
             self._client = BoundedClient(
                 max_response_bytes=max_response_bytes,
-                reconnect_backoff_ms=reconnect_backoff_ms,
-                reconnect_backoff_max_ms=reconnect_backoff_max_ms,
+                reconnect_backoff=reconnect_backoff,
                 **client_kwargs,
             )
             self._client.on_oversized = self._oversized

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Callable, Hashable
 
 DEFAULT_RECONNECT_BACKOFF_MS = 50
@@ -32,10 +33,14 @@ def reconnect_delay_ms(failures: int, base_ms: int, max_ms: int, factor: float =
 
 
 class ReconnectBackoff:
-    """When each broker (any hashable key: a node id, ``host:port``) may be connected to again.
+    """When each broker (any hashable key; the clients use ``host:port``) may be connected to again.
 
-    ``may_connect(key, now)`` before an attempt, ``failed(key, now)`` after a failed one, ``connected(key)``
-    after a good one. Times are seconds on any monotonic clock the caller owns.
+    One per consumer, shared by its clients (the membership thread's and the fetcher's), so the consumer
+    as a whole makes one attempt per broker per wait, not one per client. ``begin(key, now)`` before an
+    attempt (False: not now), then ``failed(key, now)`` or ``connected(key)``. A broker that has not
+    failed is never held back, and attempts to it may run side by side (a healthy start pays nothing);
+    once it failed, one attempt at a time, each after the wait. Thread-safe; times are seconds on one
+    monotonic clock for all callers.
     """
 
     def __init__(
@@ -50,33 +55,48 @@ class ReconnectBackoff:
         self.base_ms = base_ms
         self.max_ms = max_ms
         self._jitter = jitter if jitter is not None else _uniform_jitter
+        self._lock = threading.Lock()
         self._failures: dict[Hashable, int] = {}
         self._not_before: dict[Hashable, float] = {}
+        self._connecting: set[Hashable] = set()
 
-    def may_connect(self, key: Hashable, now: float) -> bool:
-        """Whether an attempt to ``key`` is allowed at ``now`` (always, until it has failed)."""
-        return now >= self._not_before.get(key, now)
+    def begin(self, key: Hashable, now: float) -> bool:
+        """Whether to attempt a connection to ``key`` at ``now``; if so, the caller must report how it
+        went (``failed`` or ``connected``), and until then no other attempt to a failed broker starts."""
+        with self._lock:
+            if key not in self._failures:
+                return True
+            if key in self._connecting or now < self._not_before[key]:
+                return False
+            self._connecting.add(key)
+            return True
 
     def wait(self, key: Hashable, now: float) -> float:
         """Seconds until an attempt to ``key`` is allowed (0 when it is now)."""
-        return max(self._not_before.get(key, now) - now, 0.0)
+        with self._lock:
+            return max(self._not_before.get(key, now) - now, 0.0)
 
     def failures(self, key: Hashable) -> int:
         """Consecutive failed attempts to ``key`` since its last good connect."""
-        return self._failures.get(key, 0)
+        with self._lock:
+            return self._failures.get(key, 0)
 
     def failed(self, key: Hashable, now: float) -> float:
         """An attempt to ``key`` failed at ``now``: returns the wait (seconds) before the next one."""
-        failures = self._failures.get(key, 0) + 1
-        self._failures[key] = failures
-        delay = reconnect_delay_ms(failures, self.base_ms, self.max_ms, self._jitter()) / 1000
-        self._not_before[key] = now + delay
-        return delay
+        with self._lock:
+            failures = self._failures.get(key, 0) + 1
+            self._failures[key] = failures
+            delay = reconnect_delay_ms(failures, self.base_ms, self.max_ms, self._jitter()) / 1000
+            self._not_before[key] = now + delay
+            self._connecting.discard(key)
+            return delay
 
     def connected(self, key: Hashable) -> None:
-        """A connect to ``key`` worked: the next failure starts from the base again."""
-        self._failures.pop(key, None)
-        self._not_before.pop(key, None)
+        """A connect to ``key`` worked: it is not held back, and its next outage starts from the base."""
+        with self._lock:
+            self._failures.pop(key, None)
+            self._not_before.pop(key, None)
+            self._connecting.discard(key)
 
 
 def _uniform_jitter() -> float:

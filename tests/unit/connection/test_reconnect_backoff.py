@@ -27,22 +27,37 @@ def test_a_cap_below_the_base_means_the_base_and_zero_means_no_wait() -> None:
 
 def test_a_failed_broker_is_not_tried_again_before_its_wait() -> None:
     backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
-    assert backoff.may_connect(1, 0.0), "never failed: no wait"
+    assert backoff.begin(1, 0.0), "never failed: no wait"
     assert backoff.failed(1, 10.0) == pytest.approx(0.05)
-    assert not backoff.may_connect(1, 10.049)
-    assert backoff.may_connect(1, 10.05)
-    assert backoff.may_connect(2, 10.0), "per broker: another node is not held back"
+    assert not backoff.begin(1, 10.049)
+    assert backoff.begin(2, 10.0), "per broker: another node is not held back"
+    assert backoff.begin(1, 10.05)
     assert backoff.failed(1, 10.05) == pytest.approx(0.1)
     assert backoff.wait(1, 10.1) == pytest.approx(0.05)
     assert backoff.failures(1) == 2
 
 
+def test_once_failed_one_attempt_at_a_time_across_clients() -> None:
+    """Two clients of one consumer share the backoff: after a failure only one of them tries at a time."""
+    backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    assert backoff.begin("b:9092", 0.0)
+    assert backoff.begin("b:9092", 0.0), "healthy: side by side"
+    backoff.failed("b:9092", 0.0)
+    assert backoff.begin("b:9092", 1.0), "the membership client's attempt"
+    assert not backoff.begin("b:9092", 1.0), "the fetcher's, while that one is under way"
+    backoff.failed("b:9092", 1.01)
+    assert not backoff.begin("b:9092", 1.05), "the wait after the second failure is 100 ms"
+    assert backoff.begin("b:9092", 1.11)
+
+
 def test_a_good_connect_starts_the_next_outage_from_the_base() -> None:
     backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
     for step in range(6):
+        backoff.begin("b:9092", float(step))
         backoff.failed("b:9092", float(step))
     backoff.connected("b:9092")
-    assert backoff.may_connect("b:9092", 6.0)
+    assert backoff.begin("b:9092", 6.0)
+    assert backoff.begin("b:9092", 6.0), "healthy again: no longer one at a time"
     assert backoff.failures("b:9092") == 0
     assert backoff.failed("b:9092", 7.0) == pytest.approx(0.05)
 
@@ -63,8 +78,10 @@ def test_attempts_in_a_long_outage_stay_under_two_a_second_after_five_seconds() 
     backoff = ReconnectBackoff(50, 1000, jitter=lambda: 0.8)
     now, attempts = 0.0, []
     while now < 20.0:
-        attempts.append(now)
-        now += backoff.failed(1, now)
+        if backoff.begin(1, now):
+            attempts.append(now)
+            backoff.failed(1, now)
+        now += 0.001  # callers asking every millisecond
     late = [at for at in attempts if at >= 5.0]
     assert len(late) / 15.0 <= 2.0
     assert len(attempts) < 30

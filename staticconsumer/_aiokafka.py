@@ -34,6 +34,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
+from staticconsumer.connection.ratelimit import CauseLog
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     DecodeError,
@@ -691,6 +692,8 @@ class AiokafkaNoise(NamedTuple):
     unauthorized: bool = False
     attempt: bool = False
     """A failed attempt to connect (one record per attempt), not a request failing on a connection."""
+    timeout: bool = False
+    """It failed by timing out: what a request gets when its own event loop did not run in time."""
 
 
 _CONNECT_FAILED = "Unable connect to node with id %s: %s"
@@ -745,12 +748,17 @@ def _connection_noise(nodes: list[Any], error: object, *, attempt: bool = False)
     cause = str(error) if not isinstance(error, str) else error
     if isinstance(error, BaseException) and not str(error):
         cause = type(error).__name__
+    from aiokafka.errors import KafkaTimeoutError, RequestTimedOutError
+
+    timeout = isinstance(error, TimeoutError | RequestTimedOutError | KafkaTimeoutError)
     match = _ADDRESS_IN_ERROR.search(cause)
     address = None
     if match:
         host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
         address = f"{host}:{port}"
-    return AiokafkaNoise("connection", node_ids=node_ids, cause=cause, address=address, attempt=attempt)
+    return AiokafkaNoise(
+        "connection", node_ids=node_ids, cause=cause, address=address, attempt=attempt, timeout=timeout
+    )
 
 
 # -- Bounded responses ----------------------------------------------------------------------------------
@@ -832,6 +840,12 @@ async def _read_bounded(self_ref: Any, limit: int) -> None:
             )
             if head is not None and not head[2].done():
                 head[2].set_exception(error)
+            PEER_FAULTS.warning(
+                (error.broker, "oversized", error.api),
+                "Kafka broker %s sent an oversized response: %s",
+                error.broker,
+                error,
+            )
             self.close(reason=CloseReason.OUT_OF_SYNC, exc=error)
             return
         del self
@@ -841,6 +855,37 @@ async def _read_bounded(self_ref: Any, limit: int) -> None:
             return
         self._handle_frame(frame)
         del self
+
+
+PEER_FAULTS: Final = CauseLog(logging.getLogger("staticconsumer.connection"))
+"""Garbled and oversized responses: one WARNING per broker and cause per minute, with a count."""
+
+
+def _on_read_done(self_ref: Any, read_task: asyncio.Task[None]) -> None:
+    """aiokafka's ``_on_read_task_error`` without its traceback per failure: a response that cannot be
+    parsed (a garbling peer) fails every retry alike, so it is one rate-limited WARNING naming the
+    broker and the cause; the connection is closed as aiokafka closes it, and its requests retried."""
+    from aiokafka.conn import CloseReason
+
+    if read_task.cancelled():
+        return
+    error = read_task.exception()
+    if error is None:
+        return
+    self = self_ref()
+    if self is None:
+        return
+    if not isinstance(error, OSError | EOFError | ConnectionError):
+        address = f"{self.host}:{self.port}"
+        cause = f"{type(error).__name__}: {error}"[:300]
+        PEER_FAULTS.warning(
+            (address, "unreadable", type(error).__name__),
+            "Kafka broker %s sent a response that could not be read (%s); the connection was closed and "
+            "the request is retried",
+            address,
+            cause,
+        )
+    self.close(reason=CloseReason.CONNECTION_BROKEN, exc=error)
 
 
 @functools.cache
@@ -875,7 +920,7 @@ def _bounded() -> tuple[Any, Any, Any]:
         def _create_reader_task(self) -> asyncio.Task[None]:
             self_ref = weakref.ref(self)
             read_task = asyncio.create_task(_read_bounded(self_ref, self.max_response_bytes))
-            read_task.add_done_callback(functools.partial(self._on_read_task_error, self_ref))
+            read_task.add_done_callback(functools.partial(_on_read_done, self_ref))
             return read_task
 
     aiokafka_create_conn = aiokafka.client.create_conn

@@ -8,6 +8,9 @@ are counted, and the broker coming back is one INFO with the outage's length, th
 attempts made during it (spaced by the clients' reconnect backoff) and the count of folded records.
 Its :attr:`~ConnectionMonitor.state` is what ``consumer.connection_state`` reports.
 
+A request that timed out because the application blocked the event loop it runs on (the loop's lag,
+measured by :meth:`ConnectionMonitor.run` on that loop) is named as such, rate-limited, and is no outage.
+
 Records are recognised by :func:`staticconsumer._aiokafka.classify_record` and claimed by a monitor only
 for brokers of the clients it watches; records nobody claims pass through untouched, so aiokafka used
 elsewhere in the process logs as before.
@@ -27,8 +30,14 @@ from typing import Any, ClassVar
 
 from staticconsumer import _aiokafka
 from staticconsumer._dataclass import dataclass
+from staticconsumer.connection.ratelimit import CauseLog
 
 log = logging.getLogger(__name__)
+
+LOOP_LAG_THRESHOLD_S = 1.0
+"""A loop that did not run for this long (beyond its tick) is blocked: its timeouts are the loop's fault."""
+LOOP_LAG_GRACE_S = 2.0
+"""How long after a block ends the timeouts it caused may still be reported (they fire as it ends)."""
 
 
 class ConnectionState(enum.Enum):
@@ -90,6 +99,11 @@ class ConnectionMonitor:
         self._installed = False
         self._topics: frozenset[str] = frozenset()
         self._lost_topics: dict[str, int] = {}
+        self._ticks: dict[asyncio.AbstractEventLoop, tuple[float, float]] = {}
+        """Per loop running :meth:`run`: when it last ticked, and its tick interval."""
+        self._blocks: dict[asyncio.AbstractEventLoop, tuple[float, float]] = {}
+        """Per loop: when its last block ended, and how long it was."""
+        self._lag_log = CauseLog(logger, clock=clock)
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -156,8 +170,10 @@ class ConnectionMonitor:
         membership thread's and the application's), run one ``run(client)`` on each loop.
         """
         reconnects: set[asyncio.Task[bool]] = set()
+        loop = asyncio.get_running_loop()
         try:
             while True:
+                self._tick(loop, interval_s)
                 for owner, node_id in self._due_reconnects(client):
                     task = asyncio.create_task(_aiokafka.reconnect(owner, node_id))
                     reconnects.add(task)
@@ -165,6 +181,9 @@ class ConnectionMonitor:
                 self.check_recovery()
                 await asyncio.sleep(interval_s)
         finally:
+            with self._lock:
+                self._ticks.pop(loop, None)
+                self._blocks.pop(loop, None)
             for task in list(reconnects):
                 task.cancel()
             for task in list(reconnects):
@@ -275,6 +294,20 @@ class ConnectionMonitor:
         nodes = [n for n in noise.node_ids if n in ours and _same_broker(noise.address, ours[n])]
         if not nodes:
             return False
+        lag = self.loop_lag() if noise.timeout else 0.0
+        if lag >= LOOP_LAG_THRESHOLD_S:
+            for node in nodes:
+                self._lag_log.warning(
+                    ("loop lag", ours[node]),
+                    "%s: a request to Kafka broker %s (node %d) timed out because the application blocked "
+                    "its event loop for %.1f s (the loop's lag; keep blocking work off the loop, e.g. "
+                    "asyncio.to_thread): the broker is not unreachable",
+                    self.name,
+                    ours[node],
+                    node,
+                    lag,
+                )
+            return True
         for node in nodes:
             self.failed(node, ours[node], noise.cause, attempt=noise.attempt)
         return True
@@ -299,6 +332,30 @@ class ConnectionMonitor:
             why,
         )
         return True
+
+    def loop_lag(self) -> float:
+        """How long the running event loop (one that runs :meth:`run`) was blocked: the lag since its
+        last tick, or a block that ended moments ago; 0 on a loop not watched."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return 0.0
+        now = self._clock()
+        with self._lock:
+            tick = self._ticks.get(loop)
+            block = self._blocks.get(loop)
+        current = 0.0 if tick is None else now - tick[0] - tick[1]
+        recent = block[1] if block is not None and now - block[0] <= LOOP_LAG_GRACE_S else 0.0
+        return max(current, recent, 0.0)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop, interval_s: float) -> None:
+        """One turn of :meth:`run` on ``loop``: a turn late by a threshold or more was a blocked loop."""
+        now = self._clock()
+        with self._lock:
+            last = self._ticks.get(loop)
+            if last is not None and now - last[0] - last[1] >= LOOP_LAG_THRESHOLD_S:
+                self._blocks[loop] = (now, now - last[0] - last[1])
+            self._ticks[loop] = (now, interval_s)
 
     def _due_reconnects(self, only: Any | None) -> list[tuple[Any, int]]:
         """(client, node id) pairs whose reconnect backoff has run out; the backoff grows per broker."""

@@ -694,6 +694,9 @@ class AiokafkaNoise(NamedTuple):
     """A failed attempt to connect (one record per attempt), not a request failing on a connection."""
     timeout: bool = False
     """It failed by timing out: what a request gets when its own event loop did not run in time."""
+    peer_fault: bool = False
+    """The broker answered, but unreadably or oversized: reported (rate-limited) where it was read, and
+    no sign that the broker is unreachable."""
 
 
 _CONNECT_FAILED = "Unable connect to node with id %s: %s"
@@ -751,14 +754,30 @@ def _connection_noise(nodes: list[Any], error: object, *, attempt: bool = False)
     from aiokafka.errors import KafkaTimeoutError, RequestTimedOutError
 
     timeout = isinstance(error, TimeoutError | RequestTimedOutError | KafkaTimeoutError)
+    peer_fault = isinstance(error, BaseException) and is_peer_fault(error)
     match = _ADDRESS_IN_ERROR.search(cause)
     address = None
     if match:
         host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
         address = f"{host}:{port}"
     return AiokafkaNoise(
-        "connection", node_ids=node_ids, cause=cause, address=address, attempt=attempt, timeout=timeout
+        "connection",
+        node_ids=node_ids,
+        cause=cause,
+        address=address,
+        attempt=attempt,
+        timeout=timeout,
+        peer_fault=peer_fault,
     )
+
+
+def is_peer_fault(error: BaseException) -> bool:
+    """Whether a failed request failed on what the broker sent (an oversized frame, or a response our
+    reader could not parse, which aiokafka reports as the cause of its "connection closed" error)."""
+    if isinstance(error, ResponseTooLargeError):
+        return True
+    cause = error.__cause__
+    return cause is not None and not isinstance(cause, OSError | EOFError | ConnectionError | TimeoutError)
 
 
 # -- Bounded responses ----------------------------------------------------------------------------------
@@ -861,6 +880,19 @@ PEER_FAULTS: Final = CauseLog(logging.getLogger("staticconsumer.connection"))
 """Garbled and oversized responses: one WARNING per broker and cause per minute, with a count."""
 
 
+_UNREADABLE = (
+    "Kafka broker %s sent a response that could not be read (%s); the connection was closed and the "
+    "request is retried"
+)
+
+
+def report_unreadable(client: Any, node_id: int, error: BaseException) -> None:
+    """A response of ours from ``node_id`` did not decode: one rate-limited WARNING naming the broker."""
+    address = broker_addresses(client).get(node_id, f"node {node_id}")
+    cause = f"{type(error).__name__}: {error}"[:300]
+    PEER_FAULTS.warning((address, "unreadable", type(error).__name__), _UNREADABLE, address, cause)
+
+
 def _on_read_done(self_ref: Any, read_task: asyncio.Task[None]) -> None:
     """aiokafka's ``_on_read_task_error`` without its traceback per failure: a response that cannot be
     parsed (a garbling peer) fails every retry alike, so it is one rate-limited WARNING naming the
@@ -878,13 +910,7 @@ def _on_read_done(self_ref: Any, read_task: asyncio.Task[None]) -> None:
     if not isinstance(error, OSError | EOFError | ConnectionError):
         address = f"{self.host}:{self.port}"
         cause = f"{type(error).__name__}: {error}"[:300]
-        PEER_FAULTS.warning(
-            (address, "unreadable", type(error).__name__),
-            "Kafka broker %s sent a response that could not be read (%s); the connection was closed and "
-            "the request is retried",
-            address,
-            cause,
-        )
+        PEER_FAULTS.warning((address, "unreadable", type(error).__name__), _UNREADABLE, address, cause)
     self.close(reason=CloseReason.CONNECTION_BROKEN, exc=error)
 
 

@@ -294,6 +294,8 @@ class ConnectionMonitor:
         nodes = [n for n in noise.node_ids if n in ours and _same_broker(noise.address, ours[n])]
         if not nodes:
             return False
+        if noise.peer_fault:
+            return True  # the broker answered: already one rate-limited WARNING where it was read
         lag = self.loop_lag() if noise.timeout else 0.0
         if lag >= LOOP_LAG_THRESHOLD_S:
             for node in nodes:

@@ -375,7 +375,7 @@ class Java(Implementation):
 
     def __init__(self, kafka_version: str | None) -> None:
         from staticconsumer.testing.broker import find_java, resolve_version
-        from staticconsumer.testing.oracle import build_oracle
+        from tests.interop.oracle import build_oracle
 
         version = resolve_version(kafka_version)
         build = build_oracle(version)

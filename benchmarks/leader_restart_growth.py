@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from benchmarks.common import Environment, Spread, environment, spread, write_json
 from staticconsumer import StaticConsumer
 from staticconsumer.testing import EmbeddedKafka
-from staticconsumer.testing.oracle import JavaPeerConsumer
+from tests.interop.oracle import JavaPeerConsumer
 
 SESSION_MS = 10_000
 HEARTBEAT_MS = 1_000

@@ -528,7 +528,7 @@ class Producer:
 
 def _start_member(mode: str, kafka: Any, topic: str, group: str, instance: str, s: Settings) -> Any:
     if mode.startswith("java"):
-        from staticconsumer.testing.oracle import JavaPeerConsumer
+        from tests.interop.oracle import JavaPeerConsumer
 
         return JavaPeerConsumer.start(
             kafka.version,

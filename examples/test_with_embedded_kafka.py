@@ -1,7 +1,7 @@
 """Run with: .venv/bin/pytest examples/test_with_embedded_kafka.py
 
-The staticconsumer pytest plugin starts one real Kafka broker for the session; each test gets its own
-topic and group names.
+The staticconsumer pytest plugin (opted into in examples/conftest.py) starts one real Kafka broker for the
+session; each test gets its own topic and group names.
 """
 
 from collections.abc import Callable

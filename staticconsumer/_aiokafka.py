@@ -23,6 +23,7 @@ its own that refuses a frame larger than the connection's limit, unread, and clo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import io
@@ -1097,3 +1098,146 @@ def new_fetcher(
     if subclass is not None:
         cls = subclass(cls)
     return cls(max_response_bytes=max_response_bytes, **kwargs)
+
+
+# -- Wire tracing (diagnostics) --------------------------------------------------------------------------
+
+
+def trace_wire(
+    on_request: Callable[[int, int | None, int, float, float], None],
+    on_connect: Callable[[int, float, float], None],
+) -> None:
+    """Report every request and every connection made through aiokafka in this process, for good.
+
+    For ``staticconsumer.bounce --trace`` (benchmarks/join_trace.py), never for a measured run: both
+    clients send through aiokafka's connections, so wrapping ``AIOKafkaConnection.send`` and ``create_conn``
+    shows either client's requests the same way. ``on_request(api_key, version, port, sent, took)`` runs
+    when a request's answer (or failure) is in; ``version`` is None for a request class that cannot be
+    traced (``__slots__``). ``on_connect(port, began, took)`` runs when a connection attempt ends.
+    """
+    import time
+
+    import aiokafka.client
+    import aiokafka.conn
+
+    connection = aiokafka.conn.AIOKafkaConnection
+    original_send = connection.send
+
+    def send(self: Any, request: Any, expect_response: bool = True) -> Any:
+        sent = time.time()
+        version: list[int] = []
+        prepare = request.prepare
+
+        def traced_prepare(versions: Any) -> Any:
+            prepared = prepare(versions)
+            version.append(int(prepared.API_VERSION))
+            return prepared
+
+        with contextlib.suppress(AttributeError):  # a request class with __slots__: no version then
+            request.prepare = traced_prepare
+        waiter = original_send(self, request, expect_response)
+
+        async def answered() -> Any:
+            try:
+                return await waiter
+            finally:
+                on_request(
+                    int(request.API_KEY),
+                    version[0] if version else None,
+                    self._port,
+                    sent,
+                    time.time() - sent,
+                )
+
+        return answered()
+
+    def traced(create: Callable[..., Any]) -> Callable[..., Any]:
+        async def create_conn(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+            began = time.time()
+            try:
+                return await create(host, port, *args, **kwargs)
+            finally:
+                on_connect(port, began, time.time() - began)
+
+        return create_conn
+
+    connection.send = send
+    aiokafka.conn.create_conn = traced(aiokafka.conn.create_conn)
+    aiokafka.client.create_conn = traced(aiokafka.client.create_conn)
+
+
+# -- The contract with aiokafka ----------------------------------------------------------------------
+#
+# Every name below is aiokafka's and not its public API, yet this module relies on it (nothing else in
+# staticconsumer may touch aiokafka's internals). tests/unit/test_aiokafka_contract.py checks each one
+# against the installed aiokafka and names the one that is missing or whose signature moved, so a new
+# aiokafka fails there, loudly, before it fails anywhere else. A new private use is listed here first.
+
+
+class Internal(NamedTuple):
+    """One aiokafka internal relied on: ``owner`` is a module or class path, ``name`` an attribute of it.
+
+    ``instance``: set in ``__init__`` only, so it is looked up on a fresh instance. ``parameters``: for a
+    function we call, wrap or override, the names its signature must start with (after ``self``/``cls``)."""
+
+    owner: str
+    name: str
+    instance: bool = False
+    parameters: tuple[str, ...] | None = None
+
+
+AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
+    # the client: its connections, bootstrap list, metadata refresh and per-node connection making
+    Internal("aiokafka.client.AIOKafkaClient", "_conns", instance=True),
+    Internal("aiokafka.client.AIOKafkaClient", "_bootstrap_servers", instance=True),
+    Internal("aiokafka.client.AIOKafkaClient", "_sync_task", instance=True),
+    Internal("aiokafka.client.AIOKafkaClient", "_topics", instance=True),
+    Internal("aiokafka.client.AIOKafkaClient", "_md_synchronizer", parameters=()),
+    Internal("aiokafka.client.AIOKafkaClient", "_get_conn", parameters=("node_id", "group", "no_hint")),
+    Internal("aiokafka.client.AIOKafkaClient", "send", parameters=("node_id", "request", "group")),
+    Internal("aiokafka.client.AIOKafkaClient", "ready", parameters=("node_id", "group")),
+    Internal("aiokafka.client.AIOKafkaClient", "bootstrap", parameters=()),
+    Internal("aiokafka.client.ConnectionGroup", "COORDINATION"),
+    Internal("aiokafka.client.ConnectionGroup", "DEFAULT"),
+    # create_conn, replaced process-wide in the client's module (the client calls it by that name)
+    Internal("aiokafka.client", "create_conn", parameters=("host", "port")),
+    Internal("aiokafka.conn", "create_conn", parameters=("host", "port")),
+    # a connection: negotiated versions, per-call timeout, the reader task we replace, requests in flight
+    Internal("aiokafka.conn.AIOKafkaConnection", "_versions", instance=True),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_request_timeout", instance=True),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_reader", instance=True),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_requests", instance=True),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_port", instance=True),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_create_reader_task", parameters=()),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_on_read_task_error", parameters=("self_ref", "read_task")),
+    Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),
+    Internal("aiokafka.conn.AIOKafkaConnection", "close", parameters=("reason", "exc")),
+    Internal("aiokafka.conn.CloseReason", "CONNECTION_BROKEN"),
+    Internal("aiokafka.conn.CloseReason", "CONNECTION_TIMEOUT"),
+    Internal("aiokafka.conn.CloseReason", "OUT_OF_SYNC"),
+    # cluster metadata: replicas per partition
+    Internal("aiokafka.cluster.ClusterMetadata", "_partitions", instance=True),
+    # the consumer used as fetcher: its client, subscription, fetcher and poll limit
+    Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_client", instance=True),
+    Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_subscription", instance=True),
+    Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_fetcher", instance=True),
+    Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_max_poll_records", instance=True),
+    # read (never patched) by _bounce_member's aiokafka member for its generation: that process must not
+    # import staticconsumer, so it names the attribute itself; listed here to be checked all the same
+    Internal("aiokafka.consumer.consumer.AIOKafkaConsumer", "_coordinator", instance=True),
+    Internal(
+        "aiokafka.consumer.subscription_state.SubscriptionState",
+        "assign_from_user",
+        parameters=("partitions",),
+    ),
+    Internal("aiokafka.consumer.fetcher.Fetcher", "_records", instance=True),
+    Internal("aiokafka.consumer.fetcher.Fetcher", "_fetch_waiters", instance=True),
+    Internal("aiokafka.consumer.fetcher.Fetcher", "_set_error", parameters=("tp", "error")),
+    Internal("aiokafka.consumer.fetcher.Fetcher", "_notify", parameters=("future",)),
+    Internal(
+        "aiokafka.consumer.fetcher.Fetcher",
+        "fetched_records",
+        parameters=("partitions", "timeout", "max_records"),
+    ),
+)

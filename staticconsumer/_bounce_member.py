@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import signal
@@ -97,59 +96,21 @@ API_NAMES = {
 def trace_wire() -> None:
     """Report every connection opened and every request with its round trip, for both clients.
 
-    Both send through aiokafka's connections (StaticConsumer's group requests too), so wrapping
-    ``AIOKafkaConnection.send`` and ``create_conn`` shows either client's requests the same way. This
-    patches aiokafka internals: it is for ``--trace`` diagnostics (benchmarks/join_trace.py), never
-    for the measured runs.
+    Patches aiokafka internals, through ``staticconsumer._aiokafka`` (the one module that touches them):
+    for ``--trace`` diagnostics (benchmarks/join_trace.py) only, never for the measured runs, as it
+    imports staticconsumer into an aiokafka member too.
     """
-    import aiokafka.client
-    import aiokafka.conn
+    from staticconsumer._aiokafka import trace_wire as trace
 
-    connection = aiokafka.conn.AIOKafkaConnection
-    original_send = connection.send
-    original_create = aiokafka.conn.create_conn
+    def request(api_key: int, version: int | None, port: int, sent: float, took: float) -> None:
+        api = API_NAMES.get(api_key, str(api_key))
+        thread = threading.current_thread().name
+        say("wire", sent=sent, took=took, api=api, v=version, broker=f"{port}", thread=thread)
 
-    def send(self: Any, request: Any, expect_response: bool = True) -> Any:
-        sent = time.time()
-        version: list[int] = []
-        prepare = request.prepare
+    def connect(port: int, began: float, took: float) -> None:
+        say("connect", sent=began, took=took, broker=str(port), thread=threading.current_thread().name)
 
-        def traced_prepare(versions: Any) -> Any:
-            prepared = prepare(versions)
-            version.append(int(prepared.API_VERSION))
-            return prepared
-
-        with contextlib.suppress(AttributeError):  # a request class with __slots__: no version then
-            request.prepare = traced_prepare
-        waiter = original_send(self, request, expect_response)
-        api = API_NAMES.get(int(request.API_KEY), str(request.API_KEY))
-
-        async def answered() -> Any:
-            try:
-                return await waiter
-            finally:
-                fields = {"api": api, "v": version[0] if version else None, "broker": f"{self._port}"}
-                fields["thread"] = threading.current_thread().name
-                say("wire", sent=sent, took=time.time() - sent, **fields)
-
-        return answered()
-
-    async def create_conn(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
-        began = time.time()
-        try:
-            return await original_create(host, port, *args, **kwargs)
-        finally:
-            say(
-                "connect",
-                sent=began,
-                took=time.time() - began,
-                broker=str(port),
-                thread=threading.current_thread().name,
-            )
-
-    connection.send = send
-    aiokafka.conn.create_conn = create_conn
-    aiokafka.client.create_conn = create_conn
+    trace(request, connect)
 
 
 # -- staticconsumer ------------------------------------------------------------------------------

@@ -218,7 +218,15 @@ def _python_member(
 
 
 def _java_member(mode: Mode, index: int, bootstrap: str, topic: str, group: str, s: BounceSettings) -> Member:
-    from staticconsumer.testing.oracle import JavaPeerConsumer
+    try:  # the Java oracle is test code: a checkout of the repository has it, an installed package not
+        from tests.interop.oracle import JavaPeerConsumer
+    except ModuleNotFoundError as missing:
+        from staticconsumer.testing.errors import OracleError
+
+        raise OracleError(
+            f"mode {mode.name} runs Kafka's own consumer from the Java oracle (tests/interop/oracle.py), "
+            "which only a checkout of the repository has: run from its root"
+        ) from missing
 
     options: dict[str, str | int] = {
         "bootstrap": bootstrap,

@@ -13,21 +13,20 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from staticconsumer.testing import (
-    DEFAULT_VERSION,
-    OLD_COORDINATOR_VERSION,
-    EmbeddedKafka,
-    TestInfrastructureError,
-)
-from staticconsumer.testing._jars import broker_classpath
+# The testing kit (embedded broker, jars) loads only in the subcommands that run it: describe,
+# list-groups and remove-members never pay for it.
+if TYPE_CHECKING:
+    from staticconsumer.testing import EmbeddedKafka
 
 
 def _prefetch(versions: Sequence[str]) -> int:
     """Resolve the broker jars for each version (once; later runs find them cached)."""
+    from staticconsumer.testing._jars import broker_classpath
+
     for version in versions:
         started = time.monotonic()
         jars, resolve_seconds = broker_classpath(version)
@@ -38,6 +37,8 @@ def _prefetch(versions: Sequence[str]) -> int:
 
 def _run_broker(version: str | None, state_file: Path | None = None) -> int:
     """Run in the foreground; with ``state_file`` (``broker start``) record pid and address while ready."""
+    from staticconsumer.testing import EmbeddedKafka
+
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with EmbeddedKafka(version) as kafka:
         if state_file is not None:
@@ -62,7 +63,7 @@ def _run_broker(version: str | None, state_file: Path | None = None) -> int:
 
 
 def _default_state_file() -> Path:
-    from staticconsumer.testing._jars import cache_root
+    from staticconsumer._maven import cache_root
 
     return cache_root() / "dev-broker.json"
 
@@ -436,13 +437,16 @@ def version_text() -> str:
     )
 
 
+DEFAULT_VERSION_HELP = "default: the pinned 4.x line"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="staticconsumer", description=__doc__)
     parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="rolling-bounce demo on an embedded broker: static vs dynamic")
-    demo.add_argument("--kafka-version", default=None, help=f"default {DEFAULT_VERSION}")
+    demo.add_argument("--kafka-version", default=None, help=DEFAULT_VERSION_HELP)
 
     from staticconsumer.analytics.cli import add_arguments as add_analyze_arguments
 
@@ -453,14 +457,14 @@ def build_parser() -> argparse.ArgumentParser:
     broker = commands.add_parser("broker", help="the embedded development broker")
     broker_commands = broker.add_subparsers(dest="broker_command", required=True)
     run = broker_commands.add_parser("run", help="run a broker in the foreground until Ctrl-C")
-    run.add_argument("--kafka-version", default=None, help=f"default {DEFAULT_VERSION}; '3.9' for 3.9.x")
+    run.add_argument("--kafka-version", default=None, help=f"{DEFAULT_VERSION_HELP}; '3.9' for 3.9.x")
     run.add_argument("--state-file", type=Path, default=None, help=argparse.SUPPRESS)
     prefetch = broker_commands.add_parser("prefetch", help="resolve the broker jars into the cache")
     prefetch.add_argument(
         "--kafka-version",
         action="append",
         default=None,
-        help=f"repeatable; default both pinned lines ({DEFAULT_VERSION}, {OLD_COORDINATOR_VERSION})",
+        help="repeatable; default both pinned lines (4.x and 3.9.x)",
     )
     background = {
         "start": "start a dev broker in the background and print its bootstrap servers",
@@ -471,9 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = broker_commands.add_parser(name, help=text)
         sub.add_argument("--state-file", type=Path, default=None, help="default <cache dir>/dev-broker.json")
         if name == "start":
-            sub.add_argument(
-                "--kafka-version", default=None, help=f"default {DEFAULT_VERSION}; '3.9' for 3.9.x"
-            )
+            sub.add_argument("--kafka-version", default=None, help=f"{DEFAULT_VERSION_HELP}; '3.9' for 3.9.x")
         if name != "status":
             sub.add_argument("--timeout", type=float, default=120.0, help="seconds to wait (default 120)")
         if name != "stop":
@@ -507,6 +509,8 @@ def _broker_command(args: argparse.Namespace) -> int:
     if args.broker_command == "run":
         return _run_broker(args.kafka_version, args.state_file)
     if args.broker_command == "prefetch":
+        from staticconsumer.testing import DEFAULT_VERSION, OLD_COORDINATOR_VERSION
+
         return _prefetch(args.kafka_version or [DEFAULT_VERSION, OLD_COORDINATOR_VERSION])
     state_file = args.state_file or _default_state_file()
     if args.broker_command == "start":
@@ -529,6 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_analyze(args)
     if args.command == "broker":
+        from staticconsumer.testing.errors import TestInfrastructureError
+
         try:
             return _broker_command(args)
         except TestInfrastructureError as error:  # no Java, no Maven, jars not resolvable: one line

@@ -1,4 +1,5 @@
-"""Repository-only fixtures. The broker fixtures come from the shipped plugin (staticconsumer.testing)."""
+"""Repository-only fixtures. The broker fixtures come from the testing kit's plugin, which this suite opts
+into here as any project would (it is never loaded uninvited: no ``pytest11`` entry point)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from staticconsumer.testing.broker import DEFAULT_VERSION
-from staticconsumer.testing.oracle import JavaOracle
+from tests.interop.oracle import JavaOracle
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+pytest_plugins = ["staticconsumer.testing.pytest_plugin"]
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--packages",
-        action="append",
+        action="extend",
+        type=_package_list,
         default=[],
         metavar="GROUP:ARTIFACT:VERSION[,...]",
         help="Maven packages Spark fetches at start (spark.jars.packages), e.g. hadoop-aws for s3a://",
@@ -85,8 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _packages(values: list[str]) -> list[str]:
-    return [p.strip() for value in values for p in value.split(",") if p.strip()]
+def _package_list(value: str) -> list[str]:
+    """One ``--packages`` value, a comma-separated list as spark-submit takes; repeated ones extend it."""
+    return [p.strip() for p in value.split(",") if p.strip()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,9 +142,7 @@ def _batch(args: argparse.Namespace) -> int:
     borrowed = SparkSession.getActiveSession() is not None  # a notebook's or a test's: leave it running
     if not borrowed:
         progress.say(f"starting Spark ({args.master or 'local[*]'}) ...")
-    spark = spark_session(
-        args.master, driver_memory=args.driver_memory, config=conf, packages=_packages(args.packages)
-    )
+    spark = spark_session(args.master, driver_memory=args.driver_memory, config=conf, packages=args.packages)
     try:
         analysis = analyze(
             args.paths,

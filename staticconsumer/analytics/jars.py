@@ -11,11 +11,9 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
+from staticconsumer._maven import cache_root, file_lock, find_maven, maven_progress
 from staticconsumer.errors import AnalyticsError
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -85,8 +83,6 @@ def _artifact(jar: Path) -> str:
 
 def kafka_source_jars(*, quiet: bool = False) -> list[Path]:
     """The jars that give this PySpark the ``kafka`` source: cached, else resolved with Maven now."""
-    from staticconsumer.testing._jars import cache_root, file_lock, find_maven
-
     version, scala = spark_versions()
     artifact = f"spark-sql-kafka-0-10_{scala}"
     home = cache_root() / "spark-kafka" / version
@@ -94,7 +90,12 @@ def kafka_source_jars(*, quiet: bool = False) -> list[Path]:
     with file_lock(home / ".lock"):
         if (home / _MARKER).exists():
             return sorted(libs.glob("*.jar"))
-        mvn = find_maven()
+        mvn = find_maven(
+            lambda: AnalyticsError(
+                "Maven ('mvn') is not on PATH; it is needed once to fetch Spark's Kafka source "
+                f"({artifact}) from Maven Central for --follow (apt-get install maven)"
+            )
+        )
         if libs.exists():
             shutil.rmtree(libs)
         settings: list[str] = []
@@ -135,34 +136,3 @@ def kafka_source_jars(*, quiet: bool = False) -> list[Path]:
         jars = sorted(libs.glob("*.jar"))
         (home / _MARKER).write_text("\n".join(j.name for j in jars) + "\n")
         return jars
-
-
-class maven_progress:
-    """Lines on stderr while Maven downloads (it is silent with -q): what, then every 10 s, then done."""
-
-    def __init__(self, what: str, *, quiet: bool = False, every: float = 10.0) -> None:
-        self.what = what
-        self.quiet = quiet
-        self.every = every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._tick, daemon=True)
-        self.started = 0.0
-
-    def say(self, text: str) -> None:
-        if not self.quiet:
-            print(f"maven: {text}", file=sys.stderr, flush=True)
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.every):
-            self.say(f"still resolving {self.what} ({time.monotonic() - self.started:.0f}s)")
-
-    def __enter__(self) -> maven_progress:
-        self.started = time.monotonic()
-        self.say(f"resolving {self.what} and its dependencies from Maven Central (first time only) ...")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.say(f"{self.what}: finished in {time.monotonic() - self.started:.1f}s")

@@ -317,7 +317,6 @@ def follow(
 
 def follow_command(args: argparse.Namespace) -> int:
     """The CLI: resolve the Kafka source, start Spark with it, follow until Ctrl-C or ``--for-seconds``."""
-    from .cli import _packages
     from .jars import kafka_source_jars
     from .session import spark_session
 
@@ -338,7 +337,7 @@ def follow_command(args: argparse.Namespace) -> int:
         args.master,
         driver_memory=args.driver_memory,
         config=conf,
-        packages=_packages(args.packages),
+        packages=args.packages,
         jars=jars,
     )
     out = Path(args.out)

@@ -1,5 +1,9 @@
 """Connecting to Kafka with failures that say why, and watching the connection afterwards.
 
+Internal: not part of the public API, it may change in any release (docs/consumer.md, "What is
+public", lists what is). docs/connection.md shows these helpers on a plain ``AIOKafkaClient`` for
+diagnosis; the consumer uses them for you.
+
 - :func:`bootstrap` replaces ``client.bootstrap()``: every bootstrap server probed at once, bounded by
   ``request.timeout.ms``, and a typed error naming each server's fate (nothing listening, silent server,
   refused credentials, wrong security protocol).

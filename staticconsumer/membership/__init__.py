@@ -1,5 +1,9 @@
 """Sans-IO group membership for static (KIP-345) and dynamic members: events in, actions out.
 
+Internal: not part of the public API, it may change in any release (docs/consumer.md, "What is
+public", lists what is). An observer passed as ``observers=`` needs only the ``observe`` method of
+:class:`MembershipObserver`.
+
 See docs/membership.md for the layout, the states, the events, the actions and the error tables.
 """
 

@@ -1,5 +1,8 @@
 """Kafka wire protocol for the consumer group APIs (classic and KIP-848), byte-identical to the Java client.
 
+Internal: not part of the public API, it may change in any release (docs/consumer.md, "What is
+public", lists what is).
+
 Every message is a typed msgspec Struct with ``encode(version) -> bytes`` and
 ``decode(data, version)``. :data:`APIS` lists what is implemented; the versions actually sent are the
 highest common ones with each broker (see ``staticconsumer._aiokafka``). The sticky assignors' userData

@@ -10,8 +10,9 @@
         cluster.proxy(2).blackhole()        # clients reach each node only through its FaultProxy
         cluster.kill_node(cluster.find_coordinator("orders-group"))
 
-The pytest plugin is loaded automatically once the package is installed; see
-``staticconsumer.testing.pytest_plugin`` for its fixtures, and docs/testing.md for all of it.
+The pytest plugin loads only when a project opts in (``pytest_plugins =
+["staticconsumer.testing.pytest_plugin"]`` in its conftest.py, or ``-p``); see that module for its
+fixtures, and docs/testing.md for all of it.
 """
 
 from staticconsumer.testing.broker import (

@@ -8,15 +8,13 @@ start Maven at all and work offline.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from staticconsumer import _maven
+from staticconsumer._maven import cache_root, file_lock, maven_progress
 from staticconsumer.testing.errors import JarResolutionError, MavenNotFoundError
 
 # slf4j-simple gives both broker lines (3.9 and 4.x) one logging setup: everything to stderr, which
@@ -47,35 +45,14 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 _MARKER = ".complete"
 
 
-def cache_root() -> Path:
-    """``$STATICCONSUMER_CACHE_DIR`` or ``$XDG_CACHE_HOME/staticconsumer`` (default ``~/.cache``)."""
-    explicit = os.environ.get("STATICCONSUMER_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "staticconsumer"
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock, so two pytest runs never resolve into one directory at once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def find_maven() -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise MavenNotFoundError(
+    """The ``mvn`` on PATH, else MavenNotFoundError saying what it is needed for."""
+    return _maven.find_maven(
+        lambda: MavenNotFoundError(
             "Maven ('mvn') is not on PATH; it is needed once to fetch Kafka's jars from Maven Central "
             "(apt-get install maven, or set STATICCONSUMER_KAFKA_BOOTSTRAP to use an existing cluster)"
         )
-    return mvn
+    )
 
 
 def broker_classpath(version: str) -> tuple[list[Path], float]:
@@ -107,8 +84,6 @@ def broker_classpath(version: str) -> tuple[list[Path], float]:
             f"-DoutputDirectory={libs}",
             "-DincludeScope=runtime",
         ]
-        from staticconsumer.analytics.jars import maven_progress  # progress lines: Maven -q is silent
-
         with maven_progress(f"org.apache.kafka:kafka_2.13:{version}"):
             result = subprocess.run(command, capture_output=True, text=True, check=False)
         jars = sorted(libs.glob("*.jar"))

@@ -1,4 +1,8 @@
-"""pytest plugin (auto-loaded through the ``pytest11`` entry point): real Kafka for your tests.
+"""pytest plugin: real Kafka for your tests, loaded only when a project opts in (there is no ``pytest11``
+entry point, so its generic fixture names never land in a run uninvited)::
+
+    pytest_plugins = ["staticconsumer.testing.pytest_plugin"]   # top-level conftest.py
+    # or: pytest -p staticconsumer.testing.pytest_plugin
 
 Fixtures (``pytest --fixtures`` shows each one's docstring):
   kafka_broker   session-scoped EmbeddedKafka (or ExternalKafka when STATICCONSUMER_KAFKA_BOOTSTRAP is
@@ -10,9 +14,7 @@ Fixtures (``pytest --fixtures`` shows each one's docstring):
                  and waits until every partition has a leader.
   add_partitions ``add_partitions(name, total)``: grows a topic and waits for the new partitions.
 
-Nothing starts unless a test asks for a fixture. To switch the plugin off (for example when your own
-conftest defines fixtures of these names): ``pytest -p no:staticconsumer``, or ``addopts = -p
-no:staticconsumer`` in your pytest configuration.
+Nothing starts unless a test asks for a fixture.
 
 When Java, Maven or the jars are missing, tests that need a broker fail with one line saying what is
 missing (no traceback), and every other test still runs.

@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from staticconsumer.testing import EmbeddedKafka, ExternalKafka, broker_api_versions
 from staticconsumer.testing.broker import API_NAMES
-from staticconsumer.testing.oracle import JavaOracle
+from tests.interop.oracle import JavaOracle
 
 pytestmark = [pytest.mark.kafka, pytest.mark.both_versions]
 

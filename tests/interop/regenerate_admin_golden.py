@@ -153,7 +153,7 @@ def generate(oracle: Any) -> dict[str, dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     from staticconsumer.testing.broker import DEFAULT_VERSION
-    from staticconsumer.testing.oracle import JavaOracle
+    from tests.interop.oracle import JavaOracle
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

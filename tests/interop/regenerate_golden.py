@@ -859,7 +859,7 @@ def serialise(content: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from staticconsumer.testing.broker import DEFAULT_VERSION
-    from staticconsumer.testing.oracle import JavaOracle
+    from tests.interop.oracle import JavaOracle
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

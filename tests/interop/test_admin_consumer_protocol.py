@@ -13,7 +13,7 @@ import pytest
 from staticconsumer.admin import GroupAdmin, GroupDescription
 from staticconsumer.errors import UnknownMemberIdError
 from staticconsumer.testing import EmbeddedKafka
-from staticconsumer.testing.oracle import JavaPeerConsumer
+from tests.interop.oracle import JavaPeerConsumer
 
 pytestmark = [pytest.mark.kafka, pytest.mark.oracle]
 

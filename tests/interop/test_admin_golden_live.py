@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from staticconsumer.testing.broker import PINNED_VERSIONS
-from staticconsumer.testing.oracle import JavaOracle
+from tests.interop.oracle import JavaOracle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from regenerate_admin_golden import GOLDEN_DIR, generate

@@ -25,7 +25,7 @@ from assignors import (
     encode_sticky_user_data,
     java_key,
 )
-from staticconsumer.testing.oracle import JavaOracle
+from tests.interop.oracle import JavaOracle
 
 pytestmark = pytest.mark.oracle
 

@@ -16,7 +16,7 @@ import pytest
 from staticconsumer.admin import GroupAdmin
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.testing import EmbeddedKafka
-from staticconsumer.testing.oracle import JavaPeerConsumer
+from tests.interop.oracle import JavaPeerConsumer
 
 pytestmark = [pytest.mark.kafka, pytest.mark.oracle]
 

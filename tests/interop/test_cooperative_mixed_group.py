@@ -12,7 +12,7 @@ import pytest
 
 from staticconsumer.testing import EmbeddedKafka
 from staticconsumer.testing.ledger import Ledger, LedgerProducer
-from staticconsumer.testing.oracle import JavaPeerConsumer
+from tests.interop.oracle import JavaPeerConsumer
 
 from ..integration.cooperative_support import Member, OwnershipSampler, Partition
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from staticconsumer.protocol import Assignment, Message, Subscription
 from staticconsumer.protocol.kafka_json import from_kafka_json, to_kafka_json
 from staticconsumer.testing.broker import PINNED_VERSIONS
-from staticconsumer.testing.oracle import JavaOracle
+from tests.interop.oracle import JavaOracle
 
 # The generator script sits beside this file and the hypothesis strategies with the unit tests; put
 # both folders on sys.path so the imports work whether or not tests/ is collected as a package.

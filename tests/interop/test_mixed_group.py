@@ -9,7 +9,7 @@ import pytest
 
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.testing import EmbeddedKafka
-from staticconsumer.testing.oracle import JavaPeerConsumer
+from tests.interop.oracle import JavaPeerConsumer
 
 from ..integration.support import FAST
 

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from staticconsumer.testing.errors import OracleError
-from staticconsumer.testing.oracle import JavaOracle
+from tests.interop.oracle import JavaOracle
 
 pytestmark = pytest.mark.oracle
 

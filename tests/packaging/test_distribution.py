@@ -112,6 +112,8 @@ def test_the_wheel_holds_the_packages_their_type_markers_and_the_license_and_not
     assert "assignors/py.typed" in names
     assert "staticconsumer/__main__.py" in names
     assert "staticconsumer/settings/__main__.py" in names
+    oracle = [n for n in names if "oracle" in n]
+    assert not oracle, f"the Java oracle is test code (tests/interop), never installed: {oracle}"
     assert f"staticconsumer-{VERSION}.dist-info/licenses/LICENSE" in names
     with zipfile.ZipFile(built.wheel) as archive:
         license_text = archive.read(f"staticconsumer-{VERSION}.dist-info/licenses/LICENSE").decode()
@@ -120,7 +122,7 @@ def test_the_wheel_holds_the_packages_their_type_markers_and_the_license_and_not
     assert "Apache License" in license_text
     assert "Version 2.0, January 2004" in license_text
     assert "staticconsumer = staticconsumer.cli:main" in entry_points
-    assert "staticconsumer = staticconsumer.testing.pytest_plugin" in entry_points
+    assert "pytest11" not in entry_points, "the pytest plugin is opt-in: no entry point loads it"
 
 
 def test_the_wheel_metadata_declares_the_spdx_license_urls_and_readme(built: Built) -> None:
@@ -187,9 +189,22 @@ def fresh_venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    dependencies = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (Path(purelib) / "_lent_dependencies.pth").write_text("\n".join(sorted(dependencies)) + "\n")
+    lent = _lent_dependencies(venv.parent / "lent")
+    (Path(purelib) / "_lent_dependencies.pth").write_text(f"{lent}\n")
     return venv
+
+
+def _lent_dependencies(lent: Path) -> Path:
+    """This environment's installed distributions, linked one by one into ``lent``, all but its own
+    editable install of staticconsumer: that one's metadata (entry points included) would otherwise
+    stand beside the wheel's and be read as installed too."""
+    lent.mkdir()
+    for directory in sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}):
+        for entry in Path(directory).iterdir():
+            ours = entry.name.startswith(("staticconsumer", "__editable__.staticconsumer", "__editable___"))
+            if not ours and not (lent / entry.name).exists():
+                (lent / entry.name).symlink_to(entry)
+    return lent
 
 
 def _run(venv: Path, *command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -245,3 +260,78 @@ def test_the_installed_command_says_when_nothing_listens(fresh_venv: Path) -> No
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"127.0.0.1:{port}" in result.stderr
     assert "nothing is listening" in result.stderr
+
+
+OUR_FIXTURES = (
+    "kafka_broker",
+    "kafka_cluster",
+    "create_topic",
+    "add_partitions",
+    "unique_topic",
+    "unique_group",
+)
+OUR_MARKERS = ("@pytest.mark.kafka:", "@pytest.mark.both_versions:")
+
+
+def _user_project(root: Path, conftest: str | None) -> Path:
+    """A project that depends on staticconsumer: one test, its own pytest configuration (so pytest's
+    rootdir is the project, never the checkout), and a conftest when given."""
+    root.mkdir()
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "test_service.py").write_text(
+        "import staticconsumer\n\n\ndef test_it():\n    assert staticconsumer\n"
+    )
+    if conftest is not None:
+        (root / "conftest.py").write_text(conftest)
+    return root
+
+
+def _pytest(venv: Path, project: Path, *args: str) -> str:
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "VIRTUAL_ENV"))},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def _fixture_names(listing: str) -> set[str]:
+    return {line.split(" ", 1)[0] for line in listing.splitlines() if line and not line.startswith(" ")}
+
+
+def test_a_project_that_does_not_opt_in_gets_none_of_our_fixtures_or_markers(
+    fresh_venv: Path, tmp_path: Path
+) -> None:
+    project = _user_project(tmp_path / "service", conftest=None)
+    fixtures = _pytest(fresh_venv, project, "--fixtures")
+    assert "tmp_path" in _fixture_names(fixtures), fixtures[-2000:]  # the listing is real
+    assert not _fixture_names(fixtures) & set(OUR_FIXTURES), fixtures
+    assert "staticconsumer" not in fixtures
+    markers = _pytest(fresh_venv, project, "--markers")
+    assert "@pytest.mark.parametrize" in markers
+    assert not [m for m in OUR_MARKERS if m in markers], markers
+    assert "1 passed" in _pytest(fresh_venv, project, "-q")
+
+
+@pytest.mark.parametrize(
+    ("conftest", "args"),
+    [
+        ('pytest_plugins = ["staticconsumer.testing.pytest_plugin"]\n', ()),
+        (None, ("-p", "staticconsumer.testing.pytest_plugin")),
+    ],
+    ids=["pytest_plugins", "dash-p"],
+)
+def test_a_project_that_opts_in_gets_every_fixture_and_marker(
+    fresh_venv: Path, tmp_path: Path, conftest: str | None, args: tuple[str, ...]
+) -> None:
+    project = _user_project(tmp_path / "service", conftest=conftest)
+    fixtures = _pytest(fresh_venv, project, *args, "--fixtures")
+    assert set(OUR_FIXTURES) <= _fixture_names(fixtures), fixtures[-3000:]
+    (listed,) = [line for line in fixtures.splitlines() if line.startswith("kafka_broker ")]
+    assert "staticconsumer/testing/pytest_plugin.py" in listed, listed
+    markers = _pytest(fresh_venv, project, *args, "--markers")
+    assert all(m in markers for m in OUR_MARKERS), markers

@@ -72,7 +72,7 @@ def test_conf_and_packages_reach_the_session(monkeypatch: pytest.MonkeyPatch) ->
 
     def fake_batch(args: object) -> int:
         seen["conf"] = dict(args.conf)  # type: ignore[attr-defined]
-        seen["packages"] = analytics_cli._packages(args.packages)  # type: ignore[attr-defined]
+        seen["packages"] = args.packages  # type: ignore[attr-defined]
         return 0
 
     monkeypatch.setattr(analytics_cli, "_batch", fake_batch)

@@ -1,5 +1,6 @@
-"""The shipped pytest plugin: documented fixtures, ``-p no:staticconsumer`` switches it off, and a
-machine without Java gets one line per broker test instead of a traceback; so does the CLI."""
+"""The testing kit's pytest plugin, in a project that opts in: documented fixtures, and a machine without
+Java gets one line per broker test instead of a traceback; so does the CLI. (That a project which does not
+opt in gets none of it is tested on an installed wheel: tests/packaging/test_distribution.py.)"""
 
 from __future__ import annotations
 
@@ -22,13 +23,22 @@ def test_needs_nothing():
 """
 
 
-def _pytest(directory: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+OPT_IN = 'pytest_plugins = ["staticconsumer.testing.pytest_plugin"]\n'
+
+
+def _pytest(
+    directory: Path, *args: str, path: str | None = None, opt_in: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """pytest in a project of its own; ``opt_in`` writes the conftest.py line a project opts in with."""
+    if opt_in:
+        (directory / "conftest.py").write_text(OPT_IN)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STATICCONSUMER_", "PYTEST_"))}
     if path is not None:
         env["PATH"] = path
         env.pop("JAVA_HOME", None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        # no:staticconsumer: an install older than the opt-in may still declare the plugin's entry point
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:staticconsumer", *args],
         cwd=directory,
         env=env,
         capture_output=True,
@@ -53,11 +63,19 @@ def test_every_fixture_is_listed_with_its_docstring(tmp_path: Path) -> None:
         assert words in listed, f"{fixture}'s docstring missing"
 
 
-def test_minus_p_no_staticconsumer_switches_the_plugin_off(tmp_path: Path) -> None:
+def test_without_the_opt_in_a_broker_fixture_is_not_found(tmp_path: Path) -> None:
     (tmp_path / "test_sample.py").write_text(NEEDS_BROKER)
-    result = _pytest(tmp_path, "-p", "no:staticconsumer")
+    result = _pytest(tmp_path, opt_in=False)
     assert "fixture 'kafka_broker' not found" in result.stdout
     assert "1 passed, 1 error" in result.stdout
+
+
+def test_the_opt_in_on_the_command_line_offers_the_fixtures_too(tmp_path: Path) -> None:
+    (tmp_path / "test_sample.py").write_text("def test_nothing():\n    pass\n")
+    listed = _pytest(
+        tmp_path, "-p", "staticconsumer.testing.pytest_plugin", "--fixtures", opt_in=False
+    ).stdout
+    assert "kafka_broker" in listed
 
 
 def test_without_java_a_broker_test_fails_in_one_line_and_the_others_run(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Client for the Java oracle: Kafka's own message classes and assignors in one long-lived JVM.
 
-The Maven module lives in the repository (``tests/interop/java``); it is built once per Kafka version
+Test code, never installed: the Maven module beside it (``tests/interop/java``) is in the repository
+only. It is built once per Kafka version
 into the cache (``<cache>/oracle/<version>-<source hash>``) and started once per test session. See
 docs/java-oracle.md for the request format.
 """
@@ -18,7 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from staticconsumer.testing._jars import cache_root, file_lock, find_maven
+from staticconsumer._maven import cache_root, file_lock
+from staticconsumer.testing._jars import find_maven
 from staticconsumer.testing.broker import find_java, resolve_version
 from staticconsumer.testing.errors import OracleError
 

@@ -1210,7 +1210,6 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_port", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_create_reader_task", parameters=()),
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
-    Internal("aiokafka.conn.AIOKafkaConnection", "_on_read_task_error", parameters=("self_ref", "read_task")),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),
     Internal("aiokafka.conn.AIOKafkaConnection", "close", parameters=("reason", "exc")),
     Internal("aiokafka.conn.CloseReason", "CONNECTION_BROKEN"),

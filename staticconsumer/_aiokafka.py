@@ -30,10 +30,13 @@ import io
 import logging
 import re
 import struct
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
+from staticconsumer.connection.ratelimit import CauseLog
+from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     DecodeError,
     EncodeError,
@@ -293,6 +296,9 @@ def new_client(*, max_response_bytes: int | None = None, **kwargs: Any) -> Any:
 
     Its connections refuse response frames larger than ``max_response_bytes`` (default
     :data:`GROUP_RESPONSE_MAX_BYTES`) with :class:`~staticconsumer.errors.ResponseTooLargeError`.
+    It reconnects to a failed broker only as ``reconnect_backoff`` (a
+    :class:`~staticconsumer.connection.reconnect.ReconnectBackoff`, shared with the consumer's other
+    client; default: one of its own with Java's defaults) allows.
     """
     limit = GROUP_RESPONSE_MAX_BYTES if max_response_bytes is None else max_response_bytes
     return _bounded()[1](max_response_bytes=limit, **kwargs)
@@ -685,6 +691,13 @@ class AiokafkaNoise(NamedTuple):
     address: str | None = None
     topic: str | None = None
     unauthorized: bool = False
+    attempt: bool = False
+    """A failed attempt to connect (one record per attempt), not a request failing on a connection."""
+    timeout: bool = False
+    """It failed by timing out: what a request gets when its own event loop did not run in time."""
+    peer_fault: bool = False
+    """The broker answered, but unreadably or oversized: reported (rate-limited) where it was read, and
+    no sign that the broker is unreachable."""
 
 
 _CONNECT_FAILED = "Unable connect to node with id %s: %s"
@@ -709,7 +722,9 @@ def classify_record(record: logging.LogRecord) -> AiokafkaNoise | None:
 
     args: tuple[Any, ...] = record.args if isinstance(record.args, tuple) else ()
     try:
-        if record.name == "aiokafka" and record.msg in (_CONNECT_FAILED, _METADATA_REQUEST_FAILED):
+        if record.name == "aiokafka" and record.msg == _CONNECT_FAILED:
+            return _connection_noise([args[0]], args[1], attempt=True)
+        if record.name == "aiokafka" and record.msg == _METADATA_REQUEST_FAILED:
             return _connection_noise([args[0]], args[1])
         if record.name == "aiokafka" and record.msg == _METADATA_FAILED:
             return _connection_noise(list(args[0]), "metadata update failed")
@@ -730,19 +745,40 @@ def classify_record(record: logging.LogRecord) -> AiokafkaNoise | None:
     return None
 
 
-def _connection_noise(nodes: list[Any], error: object) -> AiokafkaNoise | None:
+def _connection_noise(nodes: list[Any], error: object, *, attempt: bool = False) -> AiokafkaNoise | None:
     node_ids = tuple(int(node) for node in nodes if isinstance(node, int) or str(node).isdigit())
     if not node_ids:
         return None
     cause = str(error) if not isinstance(error, str) else error
     if isinstance(error, BaseException) and not str(error):
         cause = type(error).__name__
+    from aiokafka.errors import KafkaTimeoutError, RequestTimedOutError
+
+    timeout = isinstance(error, TimeoutError | RequestTimedOutError | KafkaTimeoutError)
+    peer_fault = isinstance(error, BaseException) and is_peer_fault(error)
     match = _ADDRESS_IN_ERROR.search(cause)
     address = None
     if match:
         host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
         address = f"{host}:{port}"
-    return AiokafkaNoise("connection", node_ids=node_ids, cause=cause, address=address)
+    return AiokafkaNoise(
+        "connection",
+        node_ids=node_ids,
+        cause=cause,
+        address=address,
+        attempt=attempt,
+        timeout=timeout,
+        peer_fault=peer_fault,
+    )
+
+
+def is_peer_fault(error: BaseException) -> bool:
+    """Whether a failed request failed on what the broker sent (an oversized frame, or a response our
+    reader could not parse, which aiokafka reports as the cause of its "connection closed" error)."""
+    if isinstance(error, ResponseTooLargeError):
+        return True
+    cause = error.__cause__
+    return cause is not None and not isinstance(cause, OSError | EOFError | ConnectionError | TimeoutError)
 
 
 # -- Bounded responses ----------------------------------------------------------------------------------
@@ -824,6 +860,12 @@ async def _read_bounded(self_ref: Any, limit: int) -> None:
             )
             if head is not None and not head[2].done():
                 head[2].set_exception(error)
+            PEER_FAULTS.warning(
+                (error.broker, "oversized", error.api),
+                "Kafka broker %s sent an oversized response: %s",
+                error.broker,
+                error,
+            )
             self.close(reason=CloseReason.OUT_OF_SYNC, exc=error)
             return
         del self
@@ -833,6 +875,44 @@ async def _read_bounded(self_ref: Any, limit: int) -> None:
             return
         self._handle_frame(frame)
         del self
+
+
+PEER_FAULTS: Final = CauseLog(logging.getLogger("staticconsumer.connection"))
+"""Garbled and oversized responses: one WARNING per broker and cause per minute, with a count."""
+
+
+_UNREADABLE = (
+    "Kafka broker %s sent a response that could not be read (%s); the connection was closed and the "
+    "request is retried"
+)
+
+
+def report_unreadable(client: Any, node_id: int, error: BaseException) -> None:
+    """A response of ours from ``node_id`` did not decode: one rate-limited WARNING naming the broker."""
+    address = broker_addresses(client).get(node_id, f"node {node_id}")
+    cause = f"{type(error).__name__}: {error}"[:300]
+    PEER_FAULTS.warning((address, "unreadable", type(error).__name__), _UNREADABLE, address, cause)
+
+
+def _on_read_done(self_ref: Any, read_task: asyncio.Task[None]) -> None:
+    """aiokafka's ``_on_read_task_error`` without its traceback per failure: a response that cannot be
+    parsed (a garbling peer) fails every retry alike, so it is one rate-limited WARNING naming the
+    broker and the cause; the connection is closed as aiokafka closes it, and its requests retried."""
+    from aiokafka.conn import CloseReason
+
+    if read_task.cancelled():
+        return
+    error = read_task.exception()
+    if error is None:
+        return
+    self = self_ref()
+    if self is None:
+        return
+    if not isinstance(error, OSError | EOFError | ConnectionError):
+        address = f"{self.host}:{self.port}"
+        cause = f"{type(error).__name__}: {error}"[:300]
+        PEER_FAULTS.warning((address, "unreadable", type(error).__name__), _UNREADABLE, address, cause)
+    self.close(reason=CloseReason.CONNECTION_BROKEN, exc=error)
 
 
 @functools.cache
@@ -867,7 +947,7 @@ def _bounded() -> tuple[Any, Any, Any]:
         def _create_reader_task(self) -> asyncio.Task[None]:
             self_ref = weakref.ref(self)
             read_task = asyncio.create_task(_read_bounded(self_ref, self.max_response_bytes))
-            read_task.add_done_callback(functools.partial(self._on_read_task_error, self_ref))
+            read_task.add_done_callback(functools.partial(_on_read_done, self_ref))
             return read_task
 
     aiokafka_create_conn = aiokafka.client.create_conn
@@ -886,7 +966,13 @@ def _bounded() -> tuple[Any, Any, Any]:
     class BoundedClient(AIOKafkaClient):  # type: ignore[misc]
         """Connections made by this client (bootstrap and per node) refuse frames over the limit."""
 
-        def __init__(self, *, max_response_bytes: int, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *,
+            max_response_bytes: int,
+            reconnect_backoff: ReconnectBackoff | None = None,
+            **kwargs: Any,
+        ) -> None:
             if not 0 < max_response_bytes <= MAX_FRAME_BYTES:
                 raise ValueError(
                     f"max_response_bytes must be 1 to {MAX_FRAME_BYTES}, got {max_response_bytes}"
@@ -894,6 +980,7 @@ def _bounded() -> tuple[Any, Any, Any]:
             super().__init__(**kwargs)
             self.max_response_bytes = max_response_bytes
             self.on_oversized: Callable[[Any, ResponseTooLargeError], None] | None = None
+            self.reconnect_backoff = reconnect_backoff or ReconnectBackoff()
 
         async def bootstrap(self) -> None:
             token = _response_limit.set(self.max_response_bytes)
@@ -905,11 +992,28 @@ def _bounded() -> tuple[Any, Any, Any]:
         async def _get_conn(
             self, node_id: Any, *, group: Any = ConnectionGroup.DEFAULT, no_hint: bool = False
         ) -> Any:
+            """aiokafka connects whenever anything asks (metadata refresh, fetcher, our requests): tens of
+            attempts a second to a broker that is down. Here a broker that failed is not tried again
+            before its reconnect backoff has passed (Java's ClusterConnectionStates); None meanwhile, as
+            for a failed attempt, so every caller retries as it already does."""
+            existing = self._conns.get((node_id, group))
+            if existing is not None and existing.connected():
+                return existing
+            broker = self.cluster.broker_metadata(node_id)
+            key = f"{broker.host}:{broker.port}" if broker is not None else str(node_id)
+            if not self.reconnect_backoff.begin(key, time.monotonic()):
+                return None
+            conn = None
             token = _response_limit.set(self.max_response_bytes)
             try:
-                return await super()._get_conn(node_id, group=group, no_hint=no_hint)
+                conn = await super()._get_conn(node_id, group=group, no_hint=no_hint)
             finally:
                 _response_limit.reset(token)
+                if conn is None:
+                    self.reconnect_backoff.failed(key, time.monotonic())
+                else:
+                    self.reconnect_backoff.connected(key)
+            return conn
 
         async def send(self, node_id: Any, request: Any, *, group: Any = ConnectionGroup.DEFAULT) -> Any:
             try:
@@ -926,10 +1030,20 @@ def _bounded() -> tuple[Any, Any, Any]:
         ``getmany``/``getone`` for the partitions it was for (as aiokafka raises per-partition errors),
         instead of being retried silently for ever."""
 
-        def __init__(self, *, max_response_bytes: int, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *,
+            max_response_bytes: int,
+            reconnect_backoff: ReconnectBackoff | None = None,
+            **kwargs: Any,
+        ) -> None:
             super().__init__(**kwargs)
             client_kwargs = {k: v for k, v in kwargs.items() if k in client_parameters}
-            self._client = BoundedClient(max_response_bytes=max_response_bytes, **client_kwargs)
+            self._client = BoundedClient(
+                max_response_bytes=max_response_bytes,
+                reconnect_backoff=reconnect_backoff,
+                **client_kwargs,
+            )
             self._client.on_oversized = self._oversized
 
         def _oversized(self, request: Any, error: ResponseTooLargeError) -> None:
@@ -1096,7 +1210,6 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_port", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_create_reader_task", parameters=()),
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
-    Internal("aiokafka.conn.AIOKafkaConnection", "_on_read_task_error", parameters=("self_ref", "read_task")),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),
     Internal("aiokafka.conn.AIOKafkaConnection", "close", parameters=("reason", "exc")),
     Internal("aiokafka.conn.CloseReason", "CONNECTION_BROKEN"),

@@ -23,6 +23,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 from staticconsumer import _aiokafka, _inputs
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
+from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.consumer import FETCHER_OPTIONS, StaticConsumer, _fetcher_options, _settings_fields
 from staticconsumer.errors import ConfigurationError, ConsumerStoppedError, IllegalStateError
 from staticconsumer.listener import ConsumerRebalanceListener
@@ -106,7 +107,10 @@ class GrouplessConsumer(StaticConsumer):
             )
         s = self.settings
         fetcher = _aiokafka.new_fetcher(
-            max_response_bytes=s.response_limits()[1], subclass=uninstrumented, **self._fetcher_kwargs()
+            max_response_bytes=s.response_limits()[1],
+            reconnect_backoff=ReconnectBackoff(s.reconnect_backoff_ms, s.reconnect_backoff_max_ms),
+            subclass=uninstrumented,
+            **self._fetcher_kwargs(),
         )
         if self._pattern is not None:
             fetcher.subscribe(pattern=self._pattern)

@@ -27,6 +27,7 @@ import assignors as assignor_lib
 from staticconsumer import _aiokafka, _inputs
 from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
+from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConfigurationError,
     ConsumerStoppedError,
@@ -229,8 +230,10 @@ class StaticConsumer:
             StaticConsumer._running_identities.add(identity)
             self._identity = identity
         self._monitor = ConnectionMonitor(f"group {s.group_id!r}")
+        self._reconnect_backoff = ReconnectBackoff(s.reconnect_backoff_ms, s.reconnect_backoff_max_ms)
         self._membership = MembershipThread(
             monitor=self._monitor,
+            reconnect_backoff=self._reconnect_backoff,
             settings=s,
             owner=self._partitions,
             assignors=self._assignors,
@@ -242,7 +245,10 @@ class StaticConsumer:
             closers=(self.event_log.aclose,) if self.event_log is not None else (),
         )
         self._fetcher = fetcher = _aiokafka.new_fetcher(
-            max_response_bytes=s.response_limits()[1], subclass=uninstrumented, **self._fetcher_kwargs()
+            max_response_bytes=s.response_limits()[1],
+            reconnect_backoff=self._reconnect_backoff,
+            subclass=uninstrumented,
+            **self._fetcher_kwargs(),
         )
         membership = self._membership
         ready = asyncio.ensure_future(membership.start())

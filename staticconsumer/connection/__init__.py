@@ -11,6 +11,8 @@ diagnosis; the consumer uses them for you.
 - :class:`ConnectionMonitor` folds aiokafka's per-retry ERROR lines into one WARNING per broker state
   change and exposes :class:`ConnectionState`.
 - :class:`MissingTopics` warns, with backoff, about subscribed topics that do not exist, or fails.
+- ``reconnect``: Java's per-broker reconnect backoff with jitter, shared by a consumer's clients;
+  ``ratelimit``: one WARNING per broker and cause per minute for faults that repeat at every retry.
 
 See docs/connection.md.
 """

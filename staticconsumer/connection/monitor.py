@@ -4,8 +4,12 @@ While a broker is down, aiokafka logs about 40 ERROR lines a second ("Unable con
 "Unable to update metadata...", "Failed fetch messages...") and ``getmany`` keeps returning ``{}``, so
 the one fact that matters (the broker is unreachable, since when, and whether it came back) drowns.
 :class:`ConnectionMonitor` folds those records: the first one for a broker becomes one WARNING, the rest
-are counted, and the broker coming back is one more WARNING with the outage's length and the count.
+are counted, and the broker coming back is one INFO with the outage's length, the number of connection
+attempts made during it (spaced by the clients' reconnect backoff) and the count of folded records.
 Its :attr:`~ConnectionMonitor.state` is what ``consumer.connection_state`` reports.
+
+A request that timed out because the application blocked the event loop it runs on (the loop's lag,
+measured by :meth:`ConnectionMonitor.run` on that loop) is named as such, rate-limited, and is no outage.
 
 Records are recognised by :func:`staticconsumer._aiokafka.classify_record` and claimed by a monitor only
 for brokers of the clients it watches; records nobody claims pass through untouched, so aiokafka used
@@ -26,8 +30,14 @@ from typing import Any, ClassVar
 
 from staticconsumer import _aiokafka
 from staticconsumer._dataclass import dataclass
+from staticconsumer.connection.ratelimit import CauseLog
 
 log = logging.getLogger(__name__)
+
+LOOP_LAG_THRESHOLD_S = 1.0
+"""A loop that did not run for this long (beyond its tick) is blocked: its timeouts are the loop's fault."""
+LOOP_LAG_GRACE_S = 2.0
+"""How long after a block ends the timeouts it caused may still be reported (they fire as it ends)."""
 
 
 class ConnectionState(enum.Enum):
@@ -51,6 +61,8 @@ class BrokerOutage:
     cause: str
     suppressed: int = 0
     stale: tuple[object, ...] = ()
+    attempts: int = 0
+    """Failed connection attempts to it during the outage (aiokafka logs one record per attempt)."""
     """The connections to it that existed when it failed: one of them still looking open (its close not
     noticed yet, or another client's) is no sign of recovery; only a connection made since is."""
 
@@ -87,6 +99,11 @@ class ConnectionMonitor:
         self._installed = False
         self._topics: frozenset[str] = frozenset()
         self._lost_topics: dict[str, int] = {}
+        self._ticks: dict[asyncio.AbstractEventLoop, tuple[float, float]] = {}
+        """Per loop running :meth:`run`: when it last ticked, and its tick interval."""
+        self._blocks: dict[asyncio.AbstractEventLoop, tuple[float, float]] = {}
+        """Per loop: when its last block ended, and how long it was."""
+        self._lag_log = CauseLog(logger, clock=clock)
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -153,8 +170,10 @@ class ConnectionMonitor:
         membership thread's and the application's), run one ``run(client)`` on each loop.
         """
         reconnects: set[asyncio.Task[bool]] = set()
+        loop = asyncio.get_running_loop()
         try:
             while True:
+                self._tick(loop, interval_s)
                 for owner, node_id in self._due_reconnects(client):
                     task = asyncio.create_task(_aiokafka.reconnect(owner, node_id))
                     reconnects.add(task)
@@ -162,6 +181,9 @@ class ConnectionMonitor:
                 self.check_recovery()
                 await asyncio.sleep(interval_s)
         finally:
+            with self._lock:
+                self._ticks.pop(loop, None)
+                self._blocks.pop(loop, None)
             for task in list(reconnects):
                 task.cancel()
             for task in list(reconnects):
@@ -170,15 +192,19 @@ class ConnectionMonitor:
 
     # -- transitions (also callable directly, e.g. by the consumer on its own request failures) ------
 
-    def failed(self, node_id: int, address: str, cause: str) -> None:
-        """A connection to ``address`` failed: the first failure of an outage is logged, the rest counted."""
+    def failed(self, node_id: int, address: str, cause: str, *, attempt: bool = False) -> None:
+        """A connection to ``address`` failed (``attempt``: a failed attempt to connect, not a request
+        failing on it): the first failure of an outage is logged, the rest counted."""
         with self._lock:
             outage = self._outages.get(address)
             if outage is not None:
                 outage.suppressed += 1
+                outage.attempts += attempt
                 return
             stale = tuple(conn for c in self._clients for conn in _aiokafka.node_connections(c, node_id))
-            self._outages[address] = BrokerOutage(address, node_id, self._clock(), cause, stale=stale)
+            self._outages[address] = BrokerOutage(
+                address, node_id, self._clock(), cause, stale=stale, attempts=int(attempt)
+            )
             self._next_reconnect[address] = (self._clock() + self._backoff[0], self._backoff[0])
             state, changed = self._restate()
             known = self._known_addresses()
@@ -199,20 +225,22 @@ class ConnectionMonitor:
             self._on_change(state)
 
     def recovered(self, address: str) -> None:
-        """``address`` answers again: logged once with the outage's length and how much was folded."""
+        """``address`` answers again: one INFO with the outage's length, the connection attempts made
+        during it and how much was folded (the outage's start was the WARNING)."""
         with self._lock:
             outage = self._outages.pop(address, None)
             self._next_reconnect.pop(address, None)
             if outage is None:
                 return
             state, changed = self._restate()
-        self._logger.warning(
-            "%s: Kafka broker %s (node %d) is reachable again after %.1f s (%d connection errors were not "
-            "logged); connection state %s",
+        self._logger.info(
+            "%s: Kafka broker %s (node %d) is reachable again after %.1f s and %d failed connection "
+            "attempts (%d connection errors were not logged); connection state %s",
             self.name,
             address,
             outage.node_id,
             self._clock() - outage.since,
+            outage.attempts,
             outage.suppressed,
             state.value,
         )
@@ -266,8 +294,24 @@ class ConnectionMonitor:
         nodes = [n for n in noise.node_ids if n in ours and _same_broker(noise.address, ours[n])]
         if not nodes:
             return False
+        if noise.peer_fault:
+            return True  # the broker answered: already one rate-limited WARNING where it was read
+        lag = self.loop_lag() if noise.timeout else 0.0
+        if lag >= LOOP_LAG_THRESHOLD_S:
+            for node in nodes:
+                self._lag_log.warning(
+                    ("loop lag", ours[node]),
+                    "%s: a request to Kafka broker %s (node %d) timed out because the application blocked "
+                    "its event loop for %.1f s (the loop's lag; keep blocking work off the loop, e.g. "
+                    "asyncio.to_thread): the broker is not unreachable",
+                    self.name,
+                    ours[node],
+                    node,
+                    lag,
+                )
+            return True
         for node in nodes:
-            self.failed(node, ours[node], noise.cause)
+            self.failed(node, ours[node], noise.cause, attempt=noise.attempt)
         return True
 
     def _claim_topic(self, noise: _aiokafka.AiokafkaNoise) -> bool:
@@ -290,6 +334,30 @@ class ConnectionMonitor:
             why,
         )
         return True
+
+    def loop_lag(self) -> float:
+        """How long the running event loop (one that runs :meth:`run`) was blocked: the lag since its
+        last tick, or a block that ended moments ago; 0 on a loop not watched."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return 0.0
+        now = self._clock()
+        with self._lock:
+            tick = self._ticks.get(loop)
+            block = self._blocks.get(loop)
+        current = 0.0 if tick is None else now - tick[0] - tick[1]
+        recent = block[1] if block is not None and now - block[0] <= LOOP_LAG_GRACE_S else 0.0
+        return max(current, recent, 0.0)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop, interval_s: float) -> None:
+        """One turn of :meth:`run` on ``loop``: a turn late by a threshold or more was a blocked loop."""
+        now = self._clock()
+        with self._lock:
+            last = self._ticks.get(loop)
+            if last is not None and now - last[0] - last[1] >= LOOP_LAG_THRESHOLD_S:
+                self._blocks[loop] = (now, now - last[0] - last[1])
+            self._ticks[loop] = (now, interval_s)
 
     def _due_reconnects(self, only: Any | None) -> list[tuple[Any, int]]:
         """(client, node id) pairs whose reconnect backoff has run out; the backoff grows per broker."""
@@ -349,7 +417,13 @@ def _is_ip(host: str) -> bool:
 
 def _copy(outage: BrokerOutage) -> BrokerOutage:
     return BrokerOutage(
-        outage.address, outage.node_id, outage.since, outage.cause, outage.suppressed, outage.stale
+        outage.address,
+        outage.node_id,
+        outage.since,
+        outage.cause,
+        outage.suppressed,
+        outage.stale,
+        outage.attempts,
     )
 
 

@@ -465,6 +465,7 @@ class MembershipLoop:
         except EncodeError as error:
             self._failed(token, FailureKind.INVALID_REQUEST, error)
         except DecodeError as error:
+            _aiokafka.report_unreadable(self._client, node, error)  # rate-limited: it fails every retry
             self._failed(token, FailureKind.DISCONNECTED, error)
         except Exception as error:  # connection lost, timeout, node not ready: the machine decides
             kind = FailureKind.TIMED_OUT if _aiokafka.is_timeout(error) else FailureKind.DISCONNECTED

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
 from staticconsumer.broker_support import ensure_consumer_protocol
+from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConsumerStoppedError,
     ErrorCode,
@@ -231,9 +232,14 @@ class MembershipThread:
         version_caps: Mapping[str, int] | None = None,
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
         monitor: connection.ConnectionMonitor | None = None,
+        reconnect_backoff: ReconnectBackoff | None = None,
     ) -> None:
         self._settings = settings
         self._monitor = monitor
+        self._reconnect_backoff = reconnect_backoff or ReconnectBackoff(
+            settings.reconnect_backoff_ms, settings.reconnect_backoff_max_ms
+        )
+        """Shared with the consumer's fetcher: one reconnect attempt per broker per wait, not per client."""
         self._owner = owner
         self._assignors = tuple(assignors)
         self._subscription = subscription
@@ -504,7 +510,9 @@ class MembershipThread:
         self._stop_early = asyncio.Event()
         settings = self._settings
         client = self._client = _aiokafka.new_client(
-            max_response_bytes=settings.response_limits()[0], **settings.aiokafka_client_kwargs()
+            max_response_bytes=settings.response_limits()[0],
+            reconnect_backoff=self._reconnect_backoff,
+            **settings.aiokafka_client_kwargs(),
         )
         tasks: list[asyncio.Future[Any]] = []
         try:

@@ -27,6 +27,10 @@ import msgspec
 from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
 from assignors.registry import names as registered_assignors
 from staticconsumer._dataclass import dataclass
+from staticconsumer.connection.reconnect import (
+    DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+    DEFAULT_RECONNECT_BACKOFF_MS,
+)
 from staticconsumer.errors import InvalidGroupInstanceIdError, SettingProblem, SettingsError
 from staticconsumer.membership.config import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -394,6 +398,21 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         minimum=0,
     ),
     SettingSpec(
+        "reconnect_backoff_ms",
+        "reconnect.backoff.ms",
+        "int",
+        "First wait before connecting again to a broker after a failed attempt, per broker, doubling per "
+        "consecutive failure, each wait +/-20% random so a fleet does not reconnect in step; 0: no wait.",
+        minimum=0,
+    ),
+    SettingSpec(
+        "reconnect_backoff_max_ms",
+        "reconnect.backoff.max.ms",
+        "int",
+        "Longest wait between attempts to connect to a broker that keeps failing (before the +/-20%).",
+        minimum=0,
+    ),
+    SettingSpec(
         "request_timeout_ms", "request.timeout.ms", "int", "How long to wait for a response.", minimum=1
     ),
     SettingSpec(
@@ -578,6 +597,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     connections_max_idle_ms: int | None = 540_000
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
     retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
+    reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS
+    reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     metadata_max_age_ms: int = 300_000
     fail_on_missing_topics: bool = False

@@ -46,6 +46,8 @@ BAD: dict[str, tuple[str, dict[str, str]]] = {
     "connections_max_idle_ms": ("0", {}),
     "retry_backoff_ms": ("-1", {}),
     "retry_backoff_max_ms": ("-1", {}),
+    "reconnect_backoff_ms": ("-1", {}),
+    "reconnect_backoff_max_ms": ("-1", {}),
     "request_timeout_ms": ("0", {}),
     "metadata_max_age_ms": ("-1", {}),
     "fail_on_missing_topics": ("maybe", {}),

@@ -181,9 +181,11 @@ def test_records_about_brokers_we_do_not_watch_pass_through(
     assert monitor.state is ConnectionState.CONNECTED
 
 
-def test_a_live_connection_again_ends_the_outage_with_one_warning(
+def test_a_live_connection_again_ends_the_outage_with_one_info(
     monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """The outage's start is the WARNING; its end is one INFO with its length and attempt count."""
+    caplog.set_level(logging.INFO, "staticconsumer.connection.monitor")
     client = _client(9092)
     monitor.watch(client)
     for _ in range(5):
@@ -196,7 +198,10 @@ def test_a_live_connection_again_ends_the_outage_with_one_warning(
     assert not monitor.outages
     recovered = _ours(caplog)[-1]
     assert "Kafka broker 10.0.0.1:9092 (node 1) is reachable again after" in recovered
+    assert "s and 5 failed connection attempts" in recovered
     assert "(4 connection errors were not logged); connection state connected" in recovered
+    levels = [r.levelno for r in caplog.records if r.name == "staticconsumer.connection.monitor"]
+    assert levels == [logging.WARNING, logging.INFO]
     assert monitor.changes == [ConnectionState.DISCONNECTED, ConnectionState.CONNECTED]  # type: ignore[attr-defined]
     caplog.clear()
     _log_connect_failure(1, _refused(9092))
@@ -208,6 +213,7 @@ def test_a_connection_from_before_the_outage_is_no_recovery(
 ) -> None:
     """One client's connection broke while another client's still looks open (its close not noticed
     yet): that is the same dead broker, not a recovery. Only a connection made since counts."""
+    caplog.set_level(logging.INFO, "staticconsumer.connection.monitor")
     fetcher, membership = _client(9092), _client(9092)
     membership._conns[(1, "coordination")] = Connection(up=True)
     monitor.watch(fetcher)

@@ -41,6 +41,7 @@ def test_defaults_are_the_java_clients() -> None:
     assert (settings.check_crcs, settings.exclude_internal_topics) == (True, True)
     assert settings.connections_max_idle_ms == 540_000
     assert (settings.retry_backoff_ms, settings.retry_backoff_max_ms) == (100, 1_000)
+    assert (settings.reconnect_backoff_ms, settings.reconnect_backoff_max_ms) == (50, 1_000), "Java's"
     assert (settings.request_timeout_ms, settings.metadata_max_age_ms) == (30_000, 300_000)
     assert settings.security_protocol == "PLAINTEXT"
     assert settings.group_instance_id is None
@@ -81,6 +82,8 @@ def _every_variable(
         "connections_max_idle_ms": ("none", None),
         "retry_backoff_ms": ("250", 250),
         "retry_backoff_max_ms": ("5000", 5_000),
+        "reconnect_backoff_ms": ("80", 80),
+        "reconnect_backoff_max_ms": ("3000", 3_000),
         "request_timeout_ms": ("20000", 20_000),
         "metadata_max_age_ms": ("60000", 60_000),
         "fail_on_missing_topics": ("true", True),

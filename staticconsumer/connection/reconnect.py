@@ -1,0 +1,103 @@
+"""Reconnect backoff per broker, as Java's ``ClusterConnectionStates`` does it (issue 27).
+
+aiokafka reconnects to a broker whenever anything asks for it (the metadata refresh, the fetcher, our
+requests), so while a broker was down each consumer made 24-43 connection attempts a second and a fleet
+would greet the recovering broker with a storm. Java waits ``reconnect.backoff.ms`` after the first failed
+attempt, doubling per consecutive failure up to ``reconnect.backoff.max.ms``, each wait scaled by a random
+factor in [0.8, 1.2] so a fleet does not retry in step; a successful connect resets it.
+
+Pure arithmetic: the clock and the random factor are inputs, so it is tested without sleeping.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from collections.abc import Callable, Hashable
+
+DEFAULT_RECONNECT_BACKOFF_MS = 50
+DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1_000
+JITTER = 0.2
+"""Each wait is scaled by a factor drawn from [1 - JITTER, 1 + JITTER] (Java's CONNECTION_SETUP jitter)."""
+
+
+def reconnect_delay_ms(failures: int, base_ms: int, max_ms: int, factor: float = 1.0) -> float:
+    """The wait after ``failures`` consecutive failed attempts (1 for the first): ``base_ms`` doubled per
+    failure after the first, capped at ``max_ms`` (never below ``base_ms``), times the jitter ``factor``."""
+    if base_ms <= 0:
+        return 0.0
+    ceiling = max(max_ms, base_ms)
+    exponent = min(max(failures - 1, 0), math.ceil(math.log2(ceiling / base_ms)) if ceiling > base_ms else 0)
+    return min(base_ms * (1 << exponent), ceiling) * factor
+
+
+class ReconnectBackoff:
+    """When each broker (any hashable key; the clients use ``host:port``) may be connected to again.
+
+    One per consumer, shared by its clients (the membership thread's and the fetcher's), so the consumer
+    as a whole makes one attempt per broker per wait, not one per client. ``begin(key, now)`` before an
+    attempt (False: not now), then ``failed(key, now)`` or ``connected(key)``. A broker that has not
+    failed is never held back, and attempts to it may run side by side (a healthy start pays nothing);
+    once it failed, one attempt at a time, each after the wait. Thread-safe; times are seconds on one
+    monotonic clock for all callers.
+    """
+
+    def __init__(
+        self,
+        base_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
+        max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+        *,
+        jitter: Callable[[], float] | None = None,
+    ) -> None:
+        if base_ms < 0 or max_ms < 0:
+            raise ValueError(f"reconnect backoff must not be negative, got {base_ms} ms and {max_ms} ms")
+        self.base_ms = base_ms
+        self.max_ms = max_ms
+        self._jitter = jitter if jitter is not None else _uniform_jitter
+        self._lock = threading.Lock()
+        self._failures: dict[Hashable, int] = {}
+        self._not_before: dict[Hashable, float] = {}
+        self._connecting: set[Hashable] = set()
+
+    def begin(self, key: Hashable, now: float) -> bool:
+        """Whether to attempt a connection to ``key`` at ``now``; if so, the caller must report how it
+        went (``failed`` or ``connected``), and until then no other attempt to a failed broker starts."""
+        with self._lock:
+            if key not in self._failures:
+                return True
+            if key in self._connecting or now < self._not_before[key]:
+                return False
+            self._connecting.add(key)
+            return True
+
+    def wait(self, key: Hashable, now: float) -> float:
+        """Seconds until an attempt to ``key`` is allowed (0 when it is now)."""
+        with self._lock:
+            return max(self._not_before.get(key, now) - now, 0.0)
+
+    def failures(self, key: Hashable) -> int:
+        """Consecutive failed attempts to ``key`` since its last good connect."""
+        with self._lock:
+            return self._failures.get(key, 0)
+
+    def failed(self, key: Hashable, now: float) -> float:
+        """An attempt to ``key`` failed at ``now``: returns the wait (seconds) before the next one."""
+        with self._lock:
+            failures = self._failures.get(key, 0) + 1
+            self._failures[key] = failures
+            delay = reconnect_delay_ms(failures, self.base_ms, self.max_ms, self._jitter()) / 1000
+            self._not_before[key] = now + delay
+            self._connecting.discard(key)
+            return delay
+
+    def connected(self, key: Hashable) -> None:
+        """A connect to ``key`` worked: it is not held back, and its next outage starts from the base."""
+        with self._lock:
+            self._failures.pop(key, None)
+            self._not_before.pop(key, None)
+            self._connecting.discard(key)
+
+
+def _uniform_jitter() -> float:
+    return random.uniform(1 - JITTER, 1 + JITTER)  # spreading retries, not a secret

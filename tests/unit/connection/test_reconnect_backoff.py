@@ -1,0 +1,92 @@
+"""Reconnect backoff arithmetic (Java's ClusterConnectionStates): clock and jitter are inputs, no sleeping."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from staticconsumer.connection.reconnect import ReconnectBackoff, reconnect_delay_ms
+
+
+def test_the_wait_doubles_per_failure_from_the_base_up_to_the_cap() -> None:
+    waits = [reconnect_delay_ms(failures, 50, 1000) for failures in range(1, 8)]
+    assert waits == [50, 100, 200, 400, 800, 1000, 1000]
+
+
+def test_jitter_scales_the_capped_wait() -> None:
+    assert reconnect_delay_ms(1, 50, 1000, 0.8) == pytest.approx(40)
+    assert reconnect_delay_ms(10, 50, 1000, 1.2) == pytest.approx(1200)
+
+
+def test_a_cap_below_the_base_means_the_base_and_zero_means_no_wait() -> None:
+    assert reconnect_delay_ms(5, 500, 100) == 500
+    assert reconnect_delay_ms(5, 0, 1000) == 0
+    assert reconnect_delay_ms(10_000, 50, 1000) == 1000, "no overflow however long the outage"
+
+
+def test_a_failed_broker_is_not_tried_again_before_its_wait() -> None:
+    backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    assert backoff.begin(1, 0.0), "never failed: no wait"
+    assert backoff.failed(1, 10.0) == pytest.approx(0.05)
+    assert not backoff.begin(1, 10.049)
+    assert backoff.begin(2, 10.0), "per broker: another node is not held back"
+    assert backoff.begin(1, 10.05)
+    assert backoff.failed(1, 10.05) == pytest.approx(0.1)
+    assert backoff.wait(1, 10.1) == pytest.approx(0.05)
+    assert backoff.failures(1) == 2
+
+
+def test_once_failed_one_attempt_at_a_time_across_clients() -> None:
+    """Two clients of one consumer share the backoff: after a failure only one of them tries at a time."""
+    backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    assert backoff.begin("b:9092", 0.0)
+    assert backoff.begin("b:9092", 0.0), "healthy: side by side"
+    backoff.failed("b:9092", 0.0)
+    assert backoff.begin("b:9092", 1.0), "the membership client's attempt"
+    assert not backoff.begin("b:9092", 1.0), "the fetcher's, while that one is under way"
+    backoff.failed("b:9092", 1.01)
+    assert not backoff.begin("b:9092", 1.05), "the wait after the second failure is 100 ms"
+    assert backoff.begin("b:9092", 1.11)
+
+
+def test_a_good_connect_starts_the_next_outage_from_the_base() -> None:
+    backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    for step in range(6):
+        backoff.begin("b:9092", float(step))
+        backoff.failed("b:9092", float(step))
+    backoff.connected("b:9092")
+    assert backoff.begin("b:9092", 6.0)
+    assert backoff.begin("b:9092", 6.0), "healthy again: no longer one at a time"
+    assert backoff.failures("b:9092") == 0
+    assert backoff.failed("b:9092", 7.0) == pytest.approx(0.05)
+
+
+def test_jitter_is_drawn_per_wait_within_twenty_percent() -> None:
+    factors = itertools.cycle([0.8, 1.2])
+    backoff = ReconnectBackoff(100, 100, jitter=lambda: next(factors))
+    assert [backoff.failed(1, 0.0) for _ in range(2)] == [pytest.approx(0.08), pytest.approx(0.12)]
+    spread = ReconnectBackoff(1000, 1000)
+    drawn = {spread.failed(1, 0.0) for _ in range(200)}
+    assert all(0.8 <= wait <= 1.2 for wait in drawn)
+    assert max(drawn) - min(drawn) > 0.2, "a fleet must not retry in step"
+
+
+def test_attempts_in_a_long_outage_stay_under_two_a_second_after_five_seconds() -> None:
+    """The issue's target, as arithmetic: with Java's defaults and the worst jitter (0.8 every time),
+    a client retrying as soon as allowed makes at most 2 attempts a second once 5 s have passed."""
+    backoff = ReconnectBackoff(50, 1000, jitter=lambda: 0.8)
+    now, attempts = 0.0, []
+    while now < 20.0:
+        if backoff.begin(1, now):
+            attempts.append(now)
+            backoff.failed(1, now)
+        now += 0.001  # callers asking every millisecond
+    late = [at for at in attempts if at >= 5.0]
+    assert len(late) / 15.0 <= 2.0
+    assert len(attempts) < 30
+
+
+def test_negative_settings_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="reconnect backoff must not be negative"):
+        ReconnectBackoff(-1, 1000)

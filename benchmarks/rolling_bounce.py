@@ -1,19 +1,20 @@
 """Rolling bounce, side by side: does the group notice when every member is restarted in turn?
 
 N consumer processes (N = 3, 6, 12) on a topic of 4N partitions with a steady producer; every member,
-the leader included, is restarted in turn, each back within the session timeout. Seven modes
+the leader included, is restarted in turn, each back within the session timeout. Nine modes
 (``staticconsumer.bounce.MODES``): staticconsumer static and dynamic, aiokafka 0.14 with and without
 group_instance_id, and Java's KafkaConsumer with group.instance.id, on the classic protocol; and
 staticconsumer and Java static members on the consumer protocol (KIP-848, where the epoch plays the
-generation's part and the broker's session timeout applies). Per mode and repeat: rebalances
-(generations after the group first settled), partitions revoked from members that did not restart,
-each restart's seconds from process start to first record, and the partition-seconds owned by no
-live member during the bounce; and each restart's timeline, step by step (imported, started,
-coordinator found, joined, synced, offsets fetched, first record), each client reporting through its
-own hooks (``staticconsumer/_bounce_member.py``, the oracle's PeerConsumer). Every member imports only
-its own client, from compiled bytecode (``staticconsumer.bounce.BYTECODE_CACHE``). Repeats are
-interleaved (the mode order rotates each repeat), so every mode sees the same machine conditions;
-results are medians with spread.
+generation's part and the broker's session timeout applies); and for synchronous code, static on the
+classic protocol: our ``staticconsumer.sync.StaticConsumer`` and kafka-python 3.0's KafkaConsumer. Per
+mode and repeat: rebalances (generations after the group first settled), partitions revoked from members
+that did not restart, each restart's seconds from process start to first record, and the
+partition-seconds owned by no live member during the bounce; and each restart's timeline, step by step
+(imported, started, coordinator found, joined, synced, offsets fetched, first record), each client
+reporting through its own hooks (``staticconsumer/_bounce_member.py``, the oracle's PeerConsumer). Every
+member imports only its own client, from compiled bytecode (``staticconsumer.bounce.BYTECODE_CACHE``).
+Repeats are interleaved (the mode order rotates each repeat), so every mode sees the same machine
+conditions; results are medians with spread.
 
 Run: .venv/bin/python -m benchmarks.rolling_bounce [--members 3 6 12] [--repeats 5] [--modes ...]
 Writes benchmarks/results/rolling_bounce.json (schema: ``Report``), rolling_bounce.png and
@@ -168,6 +169,7 @@ def targets(members: int, modes: dict[str, ModeResult]) -> list[Target]:
             )
         )
     out.extend(_consumer_protocol_targets(modes))
+    out.extend(_sync_targets(modes))
     dynamic = modes.get("staticconsumer-dynamic")
     peer_dynamic = modes.get("aiokafka-dynamic")
     if dynamic is not None and peer_dynamic is not None:
@@ -234,6 +236,22 @@ def _consumer_protocol_targets(modes: dict[str, ModeResult]) -> list[Target]:
             )
         )
     return out
+
+
+def _sync_targets(modes: dict[str, ModeResult]) -> list[Target]:
+    """Issue 28: a rolling bounce of sync static members causes no rebalance."""
+    ours = modes.get("staticconsumer-sync-static")
+    if ours is None or ours.rebalances is None or ours.revoked_from_others is None:
+        return []
+    return [
+        Target(
+            "staticconsumer sync static: 0 rebalances, 0 partitions revoked from members that did not "
+            "restart",
+            ours.rebalances.max == 0 and ours.revoked_from_others.max == 0,
+            f"rebalances max {ours.rebalances.max:.0f}, revoked max {ours.revoked_from_others.max:.0f} "
+            f"over {ours.completed} repeats",
+        )
+    ]
 
 
 def _median_assigned(mode: ModeResult) -> float | None:

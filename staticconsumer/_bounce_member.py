@@ -1,10 +1,13 @@
-"""One member process of the rolling bounce (``staticconsumer.bounce``), for either Python client.
+"""One member process of the rolling bounce (``staticconsumer.bounce``), for each Python client.
 
 Run it by path, never with ``-m``: ``python .../staticconsumer/_bounce_member.py --client aiokafka ...``.
 Run by path, Python does not import the ``staticconsumer`` package around it, so each member pays
-only its own client's imports (``import aiokafka`` for aiokafka, ``import staticconsumer`` for ours),
-as an application using that client would. Its own imports are the standard library only, the same
-for both clients.
+only its own client's imports (``import aiokafka`` for aiokafka, ``import kafka`` for kafka-python,
+``import staticconsumer`` or ``staticconsumer.sync`` for ours), as an application using that client
+would. Its own imports are the standard library only, the same for every client.
+
+Clients (``--client``): ``staticconsumer`` and ``aiokafka`` (asyncio), ``staticconsumer-sync`` (our
+``staticconsumer.sync.StaticConsumer``) and ``kafka-python`` (3.0's ``KafkaConsumer``), both blocking.
 
 It prints JSON lines (``e``: event, ``t``: wall clock) that the orchestrator folds into figures:
 ``imported``, ``started``, ``assigned``, ``revoked``, ``lost``, ``first_record``, ``stopped``, and the
@@ -15,17 +18,24 @@ known, the consumer can fetch). Each client reports them through what it offers:
 * staticconsumer: a ``MembershipObserver`` passed as ``observers=`` sees every membership event; the
   first successful FindCoordinator, JoinGroup and SyncGroup responses are the steps. ``offsets`` is
   the first ``on_partitions_assigned``, which StaticConsumer runs once the OffsetFetch answer is in.
+  The sync consumer runs the same observer and listener (its listener is plain methods anyway); its
+  constructor joins, so its ``started`` comes after its first ``assigned``, as for the async one.
 * aiokafka 0.14 has no hook for these: its own log records are the hook (a ``logging.Handler`` on
   ``aiokafka.consumer.group_coordinator``: "Discovered coordinator", "Joined group", "Successfully
   synced group"; and on ``aiokafka.consumer.fetcher`` at DEBUG until the first record: the first
   "Resetting offset ... to the committed offset" or "No committed offset found", written once the
   OffsetFetch answer is applied). Records are matched on their format string, never formatted.
+* kafka-python 3.0 has none either: the same, on ``kafka.coordinator`` ("Discovered coordinator",
+  "Successfully joined group", and at DEBUG "Received SyncGroup response" without an error code) and
+  ``kafka.coordinator.consumer`` at DEBUG ("Setting offset ... to the committed offset" or "has no
+  committed offset", once the OffsetFetch answer is in). Its generation is ``group_metadata()``'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import logging
 import signal
@@ -126,45 +136,48 @@ OBSERVED_STEPS = {
 member hands out (the answer's topic ids resolved): the action PartitionsAssigned."""
 
 
-async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) -> None:
-    from staticconsumer import ConsumerRebalanceListener, StaticConsumer
+class Timeline:
+    """A MembershipObserver: the first successful coordinator, join and sync responses; and the generation
+    the machine is at, for a listener called before the consumer's constructor returned (the sync one)."""
 
-    say("imported")
-    if args.trace:
-        trace_wire()
-    steps = Steps()
-    holder: list[StaticConsumer] = []
+    def __init__(self, steps: Steps, trace: bool) -> None:
+        self.steps = steps
+        self.trace = trace
+        self.generation = -1
 
-    class Timeline:
-        """A MembershipObserver: the first successful coordinator, join and sync responses."""
+    def observe(self, event: Any, produced: Any, view: Any) -> None:
+        self.generation = int(view.generation)
+        step = OBSERVED_STEPS.get(type(event).__name__)
+        if step is not None and getattr(event, "error_code", None) == 0:
+            self.steps.once(step)
+        if any(type(action).__name__ == "PartitionsAssigned" for action in produced):
+            self.steps.once("synced")
+        if self.trace and type(event).__name__ not in ("PollCalled", "Tick"):
+            actions = [type(a).__name__ for a in produced]
+            say("event", name=type(event).__name__, code=getattr(event, "error_code", None), actions=actions)
 
-        def observe(self, event: Any, produced: Any, view: Any) -> None:
-            step = OBSERVED_STEPS.get(type(event).__name__)
-            if step is not None and getattr(event, "error_code", None) == 0:
-                steps.once(step)
-            if any(type(action).__name__ == "PartitionsAssigned" for action in produced):
-                steps.once("synced")
-            if args.trace and type(event).__name__ not in ("PollCalled", "Tick"):
-                actions = [type(a).__name__ for a in produced]
-                say(
-                    "event",
-                    name=type(event).__name__,
-                    code=getattr(event, "error_code", None),
-                    actions=actions,
-                )
 
-    class Reporter(ConsumerRebalanceListener):
-        def on_partitions_assigned(self, assigned: frozenset[Any]) -> None:
-            steps.once("offsets")  # StaticConsumer calls this once the committed offsets are fetched
-            _say_assigned(assigned, holder[0].generation)
+class Listener:
+    """Our consumers' rebalance listener (plain methods suit the async and the sync one alike)."""
 
-        def on_partitions_revoked(self, revoked: frozenset[Any]) -> None:
-            say("revoked", partitions=_names(revoked), n=len(revoked))
+    def __init__(self, steps: Steps, generation: Callable[[], int]) -> None:
+        self.steps = steps
+        self.generation = generation
 
-        def on_partitions_lost(self, lost: frozenset[Any]) -> None:
-            say("lost", partitions=_names(lost), n=len(lost))
+    def on_partitions_assigned(self, assigned: frozenset[Any]) -> None:
+        self.steps.once("offsets")  # StaticConsumer calls this once the committed offsets are fetched
+        _say_assigned(assigned, self.generation())
 
-    # Under the consumer protocol the broker assigns and owns the session timeout and heartbeat interval.
+    def on_partitions_revoked(self, revoked: frozenset[Any]) -> None:
+        say("revoked", partitions=_names(revoked), n=len(revoked))
+
+    def on_partitions_lost(self, lost: frozenset[Any]) -> None:
+        say("lost", partitions=_names(lost), n=len(lost))
+
+
+def staticconsumer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Settings both of our consumers take: the same as the other clients' (range, 1 s auto-commit,
+    latest). Under the consumer protocol the broker assigns and owns the session timeout and heartbeat."""
     protocol = (
         {
             "session_timeout_ms": args.session_ms,
@@ -174,16 +187,32 @@ async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) 
         if args.group_protocol == "classic"
         else {"group_protocol": args.group_protocol}
     )
+    return {
+        "bootstrap_servers": args.bootstrap,
+        "group_id": args.group,
+        "group_instance_id": args.instance,
+        **protocol,
+        "auto_commit_interval_ms": 1000,
+        "auto_offset_reset": "latest",
+    }
+
+
+async def run_staticconsumer(args: argparse.Namespace, stopping: asyncio.Event) -> None:
+    from staticconsumer import ConsumerRebalanceListener, StaticConsumer
+
+    class Reporter(Listener, ConsumerRebalanceListener):
+        """The listener, of the type the async consumer declares."""
+
+    say("imported")
+    if args.trace:
+        trace_wire()
+    steps = Steps()
+    holder: list[StaticConsumer] = []
     consumer = StaticConsumer(
         args.topic,
-        bootstrap_servers=args.bootstrap,
-        group_id=args.group,
-        group_instance_id=args.instance,
-        **protocol,
-        auto_commit_interval_ms=1000,
-        auto_offset_reset="latest",
-        listener=Reporter(),
-        observers=[Timeline()],
+        **staticconsumer_options(args),
+        listener=Reporter(steps, lambda: holder[0].generation),
+        observers=[Timeline(steps, args.trace)],
     )
     holder.append(consumer)
     say("starting")
@@ -200,11 +229,59 @@ def _say_assigned(assigned: Iterable[Any], generation: int) -> None:
     say("assigned", partitions=partitions, n=len(partitions), gen=generation)
 
 
+def _consume_blocking(
+    poll: Callable[[], Any],
+    generation: Callable[[], int],
+    stopping: Callable[[], bool],
+    first: Callable[[], None],
+) -> None:
+    """``_consume`` for the blocking clients."""
+    waiting = True
+    while not stopping():
+        batch = poll()
+        if waiting and batch:
+            waiting = False
+            say("first_record", gen=generation())
+            first()
+
+
+def run_staticconsumer_sync(args: argparse.Namespace) -> None:
+    """Our sync consumer as docs/sync.md shows it: topics to the constructor (which joins), poll in a
+    loop, and SIGTERM left to the consumer (it raises SystemExit(143) in poll() after closing without
+    a LeaveGroup)."""
+    from staticconsumer.sync import StaticConsumer
+
+    say("imported")
+    if args.trace:
+        trace_wire()
+    steps = Steps()
+    timeline = Timeline(steps, args.trace)
+    say("starting")
+    consumer = StaticConsumer(
+        args.topic,
+        **staticconsumer_options(args),
+        listener=Listener(steps, lambda: timeline.generation),  # runs before the constructor returns
+        observers=[timeline],
+    )
+    try:
+        with consumer:
+            say("started")
+            _consume_blocking(
+                lambda: consumer.poll(timeout_ms=200),
+                lambda: consumer.generation,
+                lambda: False,
+                lambda: None,
+            )
+    except SystemExit:
+        pass  # SIGTERM: the consumer is closed (poll() closed it, or the with block did)
+
+
 # -- aiokafka ------------------------------------------------------------------------------------
 
 
 class _LogSteps(logging.Handler):
-    """Timeline steps from aiokafka's own log records, matched on the unformatted message."""
+    """Timeline steps from a client's own log records, matched on the unformatted message; a record
+    whose one argument is a response (kafka-python logs them whole) counts only without an error."""
 
     def __init__(self, steps: Steps, by_message: dict[str, str]) -> None:
         super().__init__(logging.DEBUG)
@@ -213,8 +290,12 @@ class _LogSteps(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         step = self.by_message.get(str(record.msg))
-        if step is not None:
-            self.steps.once(step)
+        if step is None:
+            return
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 1 and getattr(args[0], "error_code", 0) != 0:
+            return
+        self.steps.once(step)
 
 
 AIOKAFKA_STEPS = {
@@ -288,9 +369,92 @@ async def run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> Non
     await consumer.stop()
 
 
+# -- kafka-python --------------------------------------------------------------------------------
+
+KAFKA_PYTHON_STEPS = {
+    "kafka.coordinator": (
+        logging.DEBUG,
+        {
+            "Discovered coordinator %s for group %s": "coordinator",
+            "Successfully joined group %s %s": "joined",
+            "Received SyncGroup response: %s": "synced",  # any answer: _LogSteps takes error_code 0 only
+        },
+    ),
+    "kafka.coordinator.consumer": (
+        logging.DEBUG,
+        {
+            "Setting offset for partition %s to the committed offset %s": "offsets",
+            "Group %s has no committed offset for partition %s": "offsets",
+        },
+    ),
+}
+
+
+def run_kafka_python(args: argparse.Namespace) -> None:
+    """kafka-python 3.0's KafkaConsumer, static as the others: group_instance_id, the range assignor
+    alone, the same session, heartbeat and auto-commit settings; SIGTERM ends the loop, then close()
+    (a static member sends no LeaveGroup)."""
+    from kafka import ConsumerRebalanceListener, KafkaConsumer  # type: ignore[import-untyped]
+    from kafka.coordinator.assignors.range import RangePartitionAssignor  # type: ignore[import-untyped]
+
+    say("imported")
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    steps = Steps()
+    hooked = []
+    for name, (level, messages) in KAFKA_PYTHON_STEPS.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.propagate = False
+        logger.addHandler(_LogSteps(steps, messages))
+        hooked.append(logger)
+    logging.getLogger("kafka.coordinator.heartbeat").setLevel(logging.CRITICAL)  # else under the hook
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        group_instance_id=args.instance,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        partition_assignment_strategy=[RangePartitionAssignor],
+        auto_commit_interval_ms=1000,
+        auto_offset_reset="latest",
+    )
+
+    def generation() -> int:
+        return int(consumer.group_metadata().generation_id)
+
+    class Reporter(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            say("revoked", partitions=_names(revoked), n=len(revoked))
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            _say_assigned(assigned, generation())
+
+        def on_partitions_lost(self, lost: Any) -> None:
+            say("lost", partitions=_names(lost), n=len(lost))
+
+    def quiet() -> None:
+        for logger in hooked:
+            logger.setLevel(logging.CRITICAL)
+
+    consumer.subscribe([args.topic], listener=Reporter())
+    say("starting")
+    say("started")  # kafka-python joins in its first poll()
+    _consume_blocking(lambda: consumer.poll(timeout_ms=200), generation, stopping.is_set, quiet)
+    consumer.close()
+
+
 # -- the process ---------------------------------------------------------------------------------
 
 RUNNERS = {"staticconsumer": run_staticconsumer, "aiokafka": run_aiokafka}
+"""The asyncio clients, run by :func:`run_member`."""
+
+BLOCKING_RUNNERS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "staticconsumer-sync": run_staticconsumer_sync,
+    "kafka-python": run_kafka_python,
+}
+"""The synchronous clients, run in the main thread."""
 
 
 async def run_member(args: argparse.Namespace) -> int:
@@ -303,19 +467,34 @@ async def run_member(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_blocking_member(args: argparse.Namespace) -> int:
+    """Consume until SIGTERM, then close the way a pod does (no LeaveGroup): each client its own way."""
+    for client_logs in ("aiokafka", "kafka"):  # as the asyncio members: no client logging on stderr
+        logging.getLogger(client_logs).setLevel(logging.CRITICAL)
+    BLOCKING_RUNNERS[args.client](args)
+    say("stopped")
+    return 0
+
+
+CLIENT_MODULES = {
+    "staticconsumer": "staticconsumer",
+    "aiokafka": "aiokafka",
+    "staticconsumer-sync": "staticconsumer.sync",
+    "kafka-python": "kafka",
+}
+"""What an application of each client imports first."""
+
+
 def imported_modules(client: str) -> list[str]:
     """What a member of ``client`` has imported from this repository once its client is imported
     (``--list-imports``; the benchmark's fairness test reads it)."""
-    if client == "staticconsumer":
-        import staticconsumer  # noqa: F401
-    else:
-        import aiokafka  # noqa: F401
+    importlib.import_module(CLIENT_MODULES[client])
     return sorted(n for n in sys.modules if n.split(".")[0] in ("staticconsumer", "assignors"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="one rolling-bounce member process, JSON lines on stdout")
-    parser.add_argument("--client", choices=sorted(RUNNERS), required=True)
+    parser.add_argument("--client", choices=sorted([*RUNNERS, *BLOCKING_RUNNERS]), required=True)
     parser.add_argument(
         "--list-imports", action="store_true", help="print this repository's modules imported"
     )
@@ -332,16 +511,20 @@ def main(argv: list[str] | None = None) -> int:
         "--group-protocol",
         choices=("classic", "consumer"),
         default="classic",
-        help="consumer: KIP-848 (staticconsumer only; aiokafka speaks only the classic protocol)",
+        help="consumer: KIP-848 (the asyncio staticconsumer only; the other members speak the classic one)",
     )
     args = parser.parse_args(argv)
     if args.group_protocol != "classic" and args.client != "staticconsumer":
-        parser.error("only staticconsumer speaks the consumer protocol (KIP-848)")
+        parser.error("only staticconsumer speaks the consumer protocol (KIP-848) here")
+    if args.trace and args.client == "kafka-python":
+        parser.error("--trace patches aiokafka's connections: kafka-python has none")
     if args.list_imports:
         print(json.dumps(imported_modules(args.client)))
         return 0
     if not (args.bootstrap and args.topic and args.group):
         parser.error("--bootstrap, --topic and --group are required")
+    if args.client in BLOCKING_RUNNERS:
+        return run_blocking_member(args)
     return asyncio.run(run_member(args))
 
 

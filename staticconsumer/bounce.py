@@ -8,16 +8,18 @@ them into figures. ``benchmarks/rolling_bounce.py`` drives it.
 
 Modes: ``staticconsumer-static``, ``staticconsumer-dynamic``, ``aiokafka-static`` (aiokafka 0.14 with
 ``group_instance_id``), ``aiokafka-dynamic`` and ``java-static`` (Kafka's own KafkaConsumer with
-``group.instance.id``, from the Java oracle module). Every mode uses the eager range assignor, so
-they differ only in membership.
+``group.instance.id``, from the Java oracle module); for synchronous code, ``staticconsumer-sync-static``
+(``staticconsumer.sync.StaticConsumer``) and ``kafka-python-static`` (kafka-python 3.0's KafkaConsumer
+with ``group_instance_id``). Every mode uses the eager range assignor, so they differ only in membership.
 Two more modes run the consumer protocol (KIP-848, Kafka 4.0+): ``staticconsumer-consumer`` and
 ``java-consumer`` (``group_protocol=consumer`` / ``group.protocol=consumer``, static): the broker assigns
 (its default server-side assignor) and owns the session timeout and heartbeat interval, so
 ``session_ms`` and ``heartbeat_ms`` do not apply to them.
 
 Member processes import only their own client: the Python ones run ``staticconsumer/_bounce_member.py``
-by path (so an aiokafka member never imports ``staticconsumer``), the Java one is the oracle module's
-PeerConsumer. Each reports the steps of its restart (:data:`TIMELINE`) through its client's own hooks.
+by path (so an aiokafka or kafka-python member never imports ``staticconsumer``), the Java one is the
+oracle module's PeerConsumer. Each reports the steps of its restart (:data:`TIMELINE`) through its
+client's own hooks.
 """
 
 from __future__ import annotations
@@ -41,7 +43,10 @@ from typing import Any
 Event = dict[str, Any]
 Partition = tuple[str, int]
 
-CLIENTS = ("staticconsumer", "aiokafka", "java")
+PYTHON_CLIENTS = ("staticconsumer", "aiokafka", "staticconsumer-sync", "kafka-python")
+"""Each one a ``--client`` of ``_bounce_member.py``."""
+
+CLIENTS = (*PYTHON_CLIENTS, "java")
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ MODES: dict[str, Mode] = {
         Mode("java-static", "java", True),
         Mode("staticconsumer-consumer", "staticconsumer", True, "consumer"),
         Mode("java-consumer", "java", True, "consumer"),
+        Mode("staticconsumer-sync-static", "staticconsumer-sync", True),
+        Mode("kafka-python-static", "kafka-python", True),
     )
 }
 
@@ -104,7 +111,7 @@ BYTECODE_CACHE = Path(tempfile.gettempdir()) / "staticconsumer-bounce-pycache"
 An installed application imports compiled bytecode (pip compiles a wheel's modules); a checkout run
 with ``PYTHONDONTWRITEBYTECODE=1`` compiles this repository's modules from source at every start,
 while aiokafka's come compiled from site-packages. Members therefore always run with this cache,
-warmed before the first measured start (:func:`warm_bytecode`), so both clients import bytecode."""
+warmed before the first measured start (:func:`warm_bytecode`), so every client imports bytecode."""
 
 
 def member_environment() -> dict[str, str]:
@@ -117,10 +124,11 @@ def member_environment() -> dict[str, str]:
     return env
 
 
-def warm_bytecode() -> None:
-    """Import each Python client once in a throwaway member, so every module either member imports
-    (standard library included) is compiled into the cache before anything is timed."""
-    for client in ("staticconsumer", "aiokafka"):
+def warm_bytecode(clients: Iterable[str] = ("staticconsumer", "aiokafka")) -> None:
+    """Import each Python client once in a throwaway member, so every module its members import
+    (standard library included) is compiled into the cache before anything is timed. A bounce warms
+    its mode's client; the default pair is what benchmarks/join_trace.py compares."""
+    for client in clients:
         subprocess.run(
             [sys.executable, str(MEMBER_SCRIPT), f"--client={client}", "--list-imports"],
             env=member_environment(),
@@ -256,8 +264,7 @@ def _java_member(mode: Mode, index: int, bootstrap: str, topic: str, group: str,
 
 
 SPAWNERS: dict[str, Callable[[Mode, int, str, str, str, BounceSettings], Member]] = {
-    "staticconsumer": _python_member,
-    "aiokafka": _python_member,
+    **{client: _python_member for client in PYTHON_CLIENTS},
     "java": _java_member,
 }
 """How each client's member process is started; add a client by adding a spawner."""
@@ -420,8 +427,8 @@ async def bounce(
     timeout), and fold what the members reported into the figures."""
     spawn = SPAWNERS[mode.client]
     loop = asyncio.get_running_loop()
-    if mode.client in ("staticconsumer", "aiokafka"):
-        await loop.run_in_executor(None, warm_bytecode)
+    if mode.client in PYTHON_CLIENTS:
+        await loop.run_in_executor(None, warm_bytecode, (mode.client,))
 
     async def start(index: int) -> Member:
         return await loop.run_in_executor(None, spawn, mode, index, bootstrap, topic, group, settings)

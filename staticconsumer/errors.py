@@ -19,9 +19,8 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol, cast
 
+import msgspec
 from aiokafka import errors as _aiokafka
-
-from staticconsumer._dataclass import dataclass
 
 
 class ErrorCode(enum.IntEnum):
@@ -107,8 +106,7 @@ class InvalidGroupInstanceIdError(ConfigurationError):
         super().__init__(f"invalid group.instance.id {instance_id!r}: {reason}")
 
 
-@dataclass(frozen=True, slots=True)
-class SettingProblem:
+class SettingProblem(msgspec.Struct, frozen=True):
     """One thing wrong with the configuration, phrased so the operator can fix it without reading code.
 
     ``name`` is what the operator wrote (an environment variable or a keyword argument), ``value`` is the
@@ -579,8 +577,7 @@ class AssignorError(StaticConsumerError):
 # -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectionAttempt:
+class ConnectionAttempt(msgspec.Struct, frozen=True):
     """What happened at one bootstrap server, phrased for the operator (never holds a secret).
 
     ``outcome`` is one of ``refused``, ``unresolvable``, ``unreachable``, ``connect-timeout``,

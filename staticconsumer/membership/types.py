@@ -6,7 +6,7 @@ import enum
 from typing import NamedTuple
 from uuid import UUID
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 
 class TopicPartition(NamedTuple):
@@ -16,8 +16,7 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
+class OffsetAndMetadata(msgspec.Struct, frozen=True):
     """What gets committed for one partition: the next offset to consume, plus optional metadata."""
 
     offset: int
@@ -25,16 +24,14 @@ class OffsetAndMetadata:
     leader_epoch: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class GroupProtocol:
+class GroupProtocol(msgspec.Struct, frozen=True):
     """One entry of the JoinGroup protocol list: an assignor name and this member's metadata for it."""
 
     name: str
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class JoinGroupMember:
+class JoinGroupMember(msgspec.Struct, frozen=True):
     """A member as the JoinGroup response lists it to the leader."""
 
     member_id: str
@@ -42,8 +39,7 @@ class JoinGroupMember:
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class RequestToken:
+class RequestToken(msgspec.Struct, frozen=True):
     """Identifies one request and the identity it was sent with.
 
     The driver copies it from the Send* action into the matching response event, so the machine can

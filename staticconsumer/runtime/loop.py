@@ -12,12 +12,13 @@ restart. The loop runs on the membership thread (thread.py); it is not thread-sa
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
+
+import msgspec
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
@@ -269,7 +270,7 @@ class MembershipLoop:
         """The JoinGroup with the subscription encoded as the member joins (Java's ``metadata()``): what a
         cooperative member still owns, the generation it owns it from, and the assignors' user data of
         the assignment it last received. Encoded earlier, any of these would be stale."""
-        return dataclasses.replace(join, protocols=self.protocols())
+        return msgspec.structs.replace(join, protocols=self.protocols())
 
     def protocols(self) -> tuple[GroupProtocol, ...]:
         topics = self._topics.topics
@@ -476,7 +477,7 @@ class MembershipLoop:
                 isinstance(event, events.JoinGroupResponse)
                 and event.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
             ):
-                event = dataclasses.replace(event, refusal_detail=await self._group_protocols())
+                event = msgspec.structs.replace(event, refusal_detail=await self._group_protocols())
             self.post(event)
 
     # -- the leader's step ------------------------------------------------------------------------

@@ -26,7 +26,6 @@ import msgspec
 
 from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
 from assignors.registry import names as registered_assignors
-from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import InvalidGroupInstanceIdError, SettingProblem, SettingsError
 from staticconsumer.membership.config import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -146,8 +145,7 @@ class Secret:
 Kind = Literal["string", "optional_string", "int", "bool", "list", "choice", "secret"]
 
 
-@dataclass(frozen=True, slots=True)
-class SettingSpec:
+class SettingSpec(msgspec.Struct, frozen=True):
     """How one field is named in Kafka, parsed from text, documented and bounded."""
 
     field: str
@@ -917,8 +915,7 @@ def _show_default(value: object, spec: SettingSpec) -> str:
     return str(value)
 
 
-@dataclass(frozen=True, slots=True)
-class _Labels:
+class _Labels(msgspec.Struct, frozen=True):
     """For each field, the name the operator used and the value to show, so errors point at their input."""
 
     names: Mapping[str, str]

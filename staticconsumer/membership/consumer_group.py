@@ -65,6 +65,7 @@ from .types import (
     NO_MEMBER_ID,
     FailureKind,
     IdPartitions,
+    InstanceEvidence,
     MemberState,
     OffsetAndMetadata,
     ReleaseReason,
@@ -98,19 +99,6 @@ _LIFE_STATE = {
     _Life.FENCED: MemberState.FENCED,
     _Life.FAILED: MemberState.FAILED,
 }
-
-
-class InstanceEvidence(msgspec.Struct, frozen=True):
-    """What the runtime knows, from this host, about earlier holders of the instance id.
-
-    ``previous_member_id``: the member id of a run of this instance on this host that has ended (its
-    process is gone) without the consumer knowing that it left; if the broker names it as the holder, its
-    place is released and taken at once. ``live_holder``: another live process on this host runs this
-    instance id (its description, e.g. ``"pid 4242"``); a refusal then needs no session timeout to explain.
-    """
-
-    previous_member_id: str | None = None
-    live_holder: str | None = None
 
 
 class _Parked(msgspec.Struct):

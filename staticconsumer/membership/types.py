@@ -110,3 +110,16 @@ NO_GENERATION = -1
 
 NO_MEMBER_ID = ""
 """Kafka's member id for "the coordinator has not given us one yet"."""
+
+
+class InstanceEvidence(msgspec.Struct, frozen=True):
+    """What the runtime knows, from this host, about earlier holders of the instance id.
+
+    ``previous_member_id``: the member id of a run of this instance on this host that has ended (its
+    process is gone) without the consumer knowing that it left; if the broker names it as the holder, its
+    place is released and taken at once. ``live_holder``: another live process on this host runs this
+    instance id (its description, e.g. ``"pid 4242"``); a refusal then needs no session timeout to explain.
+    """
+
+    previous_member_id: str | None = None
+    live_holder: str | None = None

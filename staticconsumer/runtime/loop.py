@@ -16,7 +16,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -34,8 +34,6 @@ from staticconsumer.errors import (
 )
 from staticconsumer.leader import DescribedMember, GroupView
 from staticconsumer.membership import (
-    AnyMachine,
-    ConsumerGroupMachine,
     FailureKind,
     GroupProtocol,
     MembershipObserver,
@@ -63,6 +61,9 @@ from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner
 from .requests import REQUESTS, RequestSpec
 from .subscription import Subscription as Topics
+
+if TYPE_CHECKING:
+    from staticconsumer.membership import AnyMachine
 
 log = logging.getLogger("staticconsumer.runtime")
 
@@ -184,7 +185,7 @@ class MembershipLoop:
         self._next_commit_id = 0
         self._task_group: asyncio.TaskGroup | None = None
         self._children: set[asyncio.Task[None]] = set()
-        self._consumer_protocol = isinstance(machine, ConsumerGroupMachine)
+        self._consumer_protocol = machine.group_protocol == "consumer"
         """KIP-848: the broker assigns and resolves patterns; no client-side assignor, no leader duties."""
         self._snapshot = MemberSnapshot(
             rebalance_protocol=machine.rebalance_protocol.value,

@@ -39,7 +39,6 @@ from staticconsumer.errors import (
     broker_error,
 )
 from staticconsumer.membership import (
-    AnyMachine,
     MembershipConfig,
     MembershipObserver,
     OffsetAndMetadata,
@@ -70,6 +69,8 @@ from .subscription import Subscription
 from .topics import TopicWatch
 
 if TYPE_CHECKING:
+    from staticconsumer.membership import AnyMachine
+
     from .loop import MembershipLoop
 
 log = logging.getLogger("staticconsumer.runtime")

@@ -1,15 +1,39 @@
-"""Assignors by protocol name, so a consumer can be configured with names as in Java."""
+"""Assignors by protocol name, so a consumer can be configured with names as in Java.
+
+The built-in assignors load on first use (``create``, or ``register`` of a clashing name): a consumer on
+KIP-848's consumer protocol runs none of them, and ``import staticconsumer`` should not pay for them.
+"""
 
 from __future__ import annotations
 
-from typing import Final
+import importlib
+from typing import TYPE_CHECKING, Final
 
-from .model import Assignor
-from .range import RangeAssignor
-from .roundrobin import RoundRobinAssignor
-from .sticky import CooperativeStickyAssignor, StickyAssignor
+if TYPE_CHECKING:
+    from .model import Assignor
 
 _REGISTRY: dict[str, type[Assignor]] = {}
+
+_BUILT_IN_MODULES: Final[dict[str, tuple[str, str]]] = {
+    "range": (".range", "RangeAssignor"),
+    "roundrobin": (".roundrobin", "RoundRobinAssignor"),
+    "sticky": (".sticky", "StickyAssignor"),
+    "cooperative-sticky": (".sticky", "CooperativeStickyAssignor"),
+}
+"""Built-in name -> (module, class), registered when first looked up."""
+
+BUILT_IN: Final[tuple[str, ...]] = tuple(_BUILT_IN_MODULES)
+"""The protocol names this package ships, in Java's order: what docs list, whatever else is registered."""
+
+
+def _built_in(name: str) -> type[Assignor] | None:
+    """The built-in class for ``name``, imported and registered now; None when ``name`` is not built in."""
+    where = _BUILT_IN_MODULES.get(name)
+    if where is None:
+        return None
+    cls: type[Assignor] = getattr(importlib.import_module(where[0], __package__), where[1])
+    _REGISTRY.setdefault(name, cls)
+    return cls
 
 
 def register(cls: type[Assignor], *, replace: bool = False) -> type[Assignor]:
@@ -17,6 +41,8 @@ def register(cls: type[Assignor], *, replace: bool = False) -> type[Assignor]:
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
         raise ValueError(f"{cls.__qualname__} needs a non-empty class attribute 'name'")
+    if name not in _REGISTRY and name in _BUILT_IN_MODULES and not replace:
+        _built_in(name)
     if name in _REGISTRY and _REGISTRY[name] is not cls and not replace:
         raise ValueError(f"an assignor named {name!r} is already registered")
     _REGISTRY[name] = cls
@@ -25,22 +51,12 @@ def register(cls: type[Assignor], *, replace: bool = False) -> type[Assignor]:
 
 def create(name: str) -> Assignor:
     """A fresh assignor instance (one per consumer: sticky assignors keep per-member state)."""
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown assignor {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    cls = _REGISTRY.get(name) or _built_in(name)
+    if cls is None:
+        raise KeyError(f"unknown assignor {name!r}; known: {', '.join(names())}") from None
     return cls()
 
 
 def names() -> list[str]:
     """Registered protocol names."""
-    return sorted(_REGISTRY)
-
-
-_BUILT_IN_CLASSES: Final = (RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor)
-
-BUILT_IN: Final[tuple[str, ...]] = tuple(cls.name for cls in _BUILT_IN_CLASSES)
-"""The protocol names this package ships, in Java's order: what docs list, whatever else is registered."""
-
-for _cls in _BUILT_IN_CLASSES:
-    register(_cls)
+    return sorted({*_REGISTRY, *_BUILT_IN_MODULES})

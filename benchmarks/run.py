@@ -32,6 +32,7 @@ import msgspec
 from benchmarks.common import RESULTS, ROOT
 
 PAGE = ROOT / "docs" / "benchmarks.md"
+IMPORT_COST = ROOT / "benchmarks" / "import_cost.md"
 
 
 @dataclass(frozen=True)
@@ -275,6 +276,8 @@ def render(results: dict[str, bytes], figures: set[str]) -> str:
                 f"Not run yet: `.venv/bin/python -m benchmarks.run --only {name}`.",
                 "",
             ]
+    if IMPORT_COST.exists():  # written by hand from interleaved runs, not a result file
+        out += IMPORT_COST.read_text().rstrip().splitlines()
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -14,14 +14,13 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import field
 from typing import Any
 
+import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 from staticconsumer import _aiokafka
-from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import IllegalStateError
 from staticconsumer.listener import ListenerCall, call_listener
 from staticconsumer.membership import OffsetAndMetadata, ReleaseReason, TopicPartition
@@ -35,15 +34,14 @@ def _kafka(tp: TopicPartition) -> KafkaTopicPartition:
     return KafkaTopicPartition(tp.topic, tp.partition)
 
 
-@dataclass(slots=True)
-class _Held:
+class _Held(msgspec.Struct):
     """One partition the application holds."""
 
     position: int | None
     """The next offset to hand to the application (committed offset, then after each returned record);
     None until known (no committed offset and nothing returned yet)."""
     fetching: bool = True
-    buffer: collections.deque[ConsumerRecord[Any, Any]] = field(default_factory=collections.deque)
+    buffer: collections.deque[ConsumerRecord[Any, Any]] = msgspec.field(default_factory=collections.deque)
     reset: str | None = None
     """``earliest``/``latest`` after seek_to_beginning/end made before the fetcher started: done then."""
     held_back: KafkaTopicPartition | None = None

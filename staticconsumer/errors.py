@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, cast
 
+import msgspec
 from aiokafka import errors as _aiokafka
-
-from staticconsumer._dataclass import dataclass
 
 
 class ErrorCode(enum.IntEnum):
@@ -107,8 +106,7 @@ class InvalidGroupInstanceIdError(ConfigurationError):
         super().__init__(f"invalid group.instance.id {instance_id!r}: {reason}")
 
 
-@dataclass(frozen=True, slots=True)
-class SettingProblem:
+class SettingProblem(msgspec.Struct, frozen=True):
     """One thing wrong with the configuration, phrased so the operator can fix it without reading code.
 
     ``name`` is what the operator wrote (an environment variable or a keyword argument), ``value`` is the
@@ -478,24 +476,47 @@ def _aiokafka_only(code: int) -> type[BrokerError]:
 _BY_CODE: dict[int, type[BrokerError]] = {}
 
 
-def _register() -> None:
+def _register() -> frozenset[int]:
+    """Our classes by code; returns the codes only aiokafka names, whose classes are built when first
+    asked for (``error_class_for``, or by name: ``except errors.InvalidTopicError``, pickle): a consumer
+    that never sees one of those 47 codes does not build 47 classes at import."""
     pending: list[type[BrokerError]] = list(BrokerError.__subclasses__())
     while pending:
         cls = pending.pop()
         _BY_CODE.setdefault(int(cls.code), cls)
         pending.extend(cls.__subclasses__())
-    for code in sorted(_aiokafka.kafka_errors.keys() - _BY_CODE.keys() - {ErrorCode.NONE}):
-        cls = _BY_CODE[code] = _aiokafka_only(code)
-        globals()[cls.__name__] = cls  # pickle finds a class by module and name
+    return frozenset(_aiokafka.kafka_errors.keys() - _BY_CODE.keys() - {ErrorCode.NONE})
 
 
-_register()
+_AIOKAFKA_ONLY: Final = _register()
+_AIOKAFKA_ONLY_NAMES: Final = {_aiokafka.kafka_errors[code].__name__: code for code in _AIOKAFKA_ONLY}
+
+
+def _built(code: int) -> type[BrokerError]:
+    """The class for an aiokafka-only code, built once (two threads racing keep the first one built)."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        built = _aiokafka_only(code)
+        cls = _BY_CODE.setdefault(code, built)
+        globals().setdefault(cls.__name__, cls)  # pickle finds a class by module and name
+    return cls
+
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> type[BrokerError]:
+        code = _AIOKAFKA_ONLY_NAMES.get(name)
+        if code is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return _built(code)
 
 
 def error_class_for(code: int) -> type[BrokerError] | None:
     """The exception class for a broker error code; None for NONE (0)."""
     if code == ErrorCode.NONE:
         return None
+    if code in _AIOKAFKA_ONLY:
+        return _built(code)
     return _BY_CODE.get(code, UnknownServerError)
 
 
@@ -579,8 +600,7 @@ class AssignorError(StaticConsumerError):
 # -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectionAttempt:
+class ConnectionAttempt(msgspec.Struct, frozen=True):
     """What happened at one bootstrap server, phrased for the operator (never holds a secret).
 
     ``outcome`` is one of ``refused``, ``unresolvable``, ``unreachable``, ``connect-timeout``,

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.membership import TopicPartition
 
 PartitionCounts = Mapping[str, int]
@@ -70,8 +71,7 @@ def audit_reason(unowned: frozenset[TopicPartition], limit: int = 5) -> str | No
     return f"{len(unowned)} subscribed partitions owned by no member: {shown}{more}"
 
 
-@dataclass
-class MetadataWatch:
+class MetadataWatch(msgspec.Struct):
     """What one member watches in one generation, and the partition counts its assignment was made for.
 
     The leader watches every member's topics; other members watch only their own. ``snapshot`` is
@@ -95,8 +95,7 @@ class MetadataWatch:
         return reason
 
 
-@dataclass(frozen=True)
-class DescribedMember:
+class DescribedMember(msgspec.Struct, frozen=True):
     """One member as the coordinator describes it: what it subscribes to and what it was assigned."""
 
     member_id: str
@@ -109,8 +108,7 @@ class DescribedMember:
     second rebalance hands it out, so it is not "owned by no member"."""
 
 
-@dataclass(frozen=True)
-class GroupView:
+class GroupView(msgspec.Struct, frozen=True):
     """DescribeGroups, reduced to what the duties need."""
 
     state: str

@@ -15,8 +15,9 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
+import msgspec
+
 from staticconsumer import _aiokafka
-from staticconsumer._dataclass import dataclass
 from staticconsumer.errors import (
     BrokerError,
     DecodeError,
@@ -40,8 +41,7 @@ ACL_READ = 3
 """Kafka's AclOperation code for READ; bit ``1 << 3`` of an ``authorized_operations`` field."""
 
 
-@dataclass(frozen=True, slots=True)
-class AccessReport:
+class AccessReport(msgspec.Struct, frozen=True):
     """What :func:`check_access` learnt without failing: topics that do not exist (yet), and whether
     the group check could run (False when the coordinator was not ready, for example)."""
 
@@ -51,8 +51,7 @@ class AccessReport:
     """The group's coordinator as the check found it (its connection left open for the join), or None."""
 
 
-@dataclass(frozen=True, slots=True)
-class CoordinatorAddress:
+class CoordinatorAddress(msgspec.Struct, frozen=True):
     """Where a group's coordinator is, as FindCoordinator answered."""
 
     node_id: int

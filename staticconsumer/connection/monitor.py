@@ -28,8 +28,9 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any, ClassVar
 
+import msgspec
+
 from staticconsumer import _aiokafka
-from staticconsumer._dataclass import dataclass
 from staticconsumer.connection.ratelimit import CauseLog
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,7 @@ class ConnectionState(enum.Enum):
     """No known broker is reachable: nothing is fetched or committed until one comes back."""
 
 
-@dataclass(slots=True)
-class BrokerOutage:
+class BrokerOutage(msgspec.Struct):
     """One unreachable broker: since when (monotonic seconds), the first cause, records folded since."""
 
     address: str

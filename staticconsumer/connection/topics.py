@@ -13,7 +13,8 @@ import logging
 import time
 from collections.abc import Callable, Collection
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.errors import MissingTopicsError
 
 log = logging.getLogger(__name__)
@@ -24,8 +25,7 @@ MAX_REPEAT_S = 300.0
 """The WARNING about a topic that stays missing repeats at least this often (5 minutes)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TopicsChange:
+class TopicsChange(msgspec.Struct, frozen=True):
     """What one :meth:`MissingTopics.update` found: topics newly missing and topics that appeared."""
 
     missing: frozenset[str]

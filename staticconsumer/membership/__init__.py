@@ -7,11 +7,12 @@ public", lists what is). An observer passed as ``observers=`` needs only the ``o
 See docs/membership.md for the layout, the states, the events, the actions and the error tables.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from staticconsumer.errors import CommitFailedError, OffsetRegressionError
 
 from . import actions, events, rules
 from .backoff import Backoff
-from .classic import ClassicMachine
 from .config import (
     MAX_GROUP_INSTANCE_ID_LENGTH,
     AssignmentDecoder,
@@ -19,8 +20,7 @@ from .config import (
     SubscriptionDecoder,
     validate_group_instance_id,
 )
-from .consumer_group import ConsumerGroupMachine, InstanceEvidence
-from .machine import AnyMachine, MembershipMachine, new_machine
+from .machine import new_machine
 from .observe import MembershipObserver, MemberView, Milestone
 from .reconcile import RebalanceProtocol
 from .types import (
@@ -29,6 +29,7 @@ from .types import (
     FailureKind,
     GroupProtocol,
     IdPartitions,
+    InstanceEvidence,
     JoinGroupMember,
     MemberState,
     OffsetAndMetadata,
@@ -36,6 +37,30 @@ from .types import (
     RequestToken,
     TopicPartition,
 )
+
+if TYPE_CHECKING:
+    from .classic import ClassicMachine
+    from .consumer_group import ConsumerGroupMachine
+    from .machine import AnyMachine, MembershipMachine
+else:
+    _LAZY = {
+        "ClassicMachine": ".classic",
+        "ConsumerGroupMachine": ".consumer_group",
+        "AnyMachine": ".machine",
+        "MembershipMachine": ".machine",
+    }
+    """The machines, loaded with the first member that runs one: a restart runs one protocol's, not both."""
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "MAX_GROUP_INSTANCE_ID_LENGTH",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from uuid import UUID
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 from .types import (
     GroupProtocol,
@@ -28,25 +28,21 @@ from .types import (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Action:
+class Action(msgspec.Struct, frozen=True, kw_only=True):
     """Base of every output."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FindCoordinator(Action):
+class FindCoordinator(Action, frozen=True, kw_only=True):
     token: RequestToken
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DisconnectCoordinator(Action):
+class DisconnectCoordinator(Action, frozen=True, kw_only=True):
     """Forget the coordinator and drop its connection; in-flight requests on it should fail."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendJoinGroup(Action):
+class SendJoinGroup(Action, frozen=True, kw_only=True):
     token: RequestToken
     member_id: str
     group_instance_id: str | None
@@ -59,14 +55,12 @@ class SendJoinGroup(Action):
     """The broker parks a JoinGroup up to the rebalance timeout, so the usual request timeout is too short."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SyncAssignment:
+class SyncAssignment(msgspec.Struct, frozen=True, kw_only=True):
     member_id: str
     assignment: bytes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendSyncGroup(Action):
+class SendSyncGroup(Action, frozen=True, kw_only=True):
     """Followers and a leader that skips assignment send no assignments."""
 
     token: RequestToken
@@ -78,16 +72,14 @@ class SendSyncGroup(Action):
     assignments: tuple[SyncAssignment, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendHeartbeat(Action):
+class SendHeartbeat(Action, frozen=True, kw_only=True):
     token: RequestToken
     generation: int
     member_id: str
     group_instance_id: str | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendOffsetCommit(Action):
+class SendOffsetCommit(Action, frozen=True, kw_only=True):
     """``commit_id`` is the application's id, or None for a commit the machine made while releasing."""
 
     token: RequestToken
@@ -98,23 +90,20 @@ class SendOffsetCommit(Action):
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeaveGroupIdentity:
+class LeaveGroupIdentity(msgspec.Struct, frozen=True, kw_only=True):
     member_id: str
     group_instance_id: str | None
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendLeaveGroup(Action):
+class SendLeaveGroup(Action, frozen=True, kw_only=True):
     """Best effort: never resent, failures only logged. A static member is named by its instance id (v3+)."""
 
     token: RequestToken
     members: tuple[LeaveGroupIdentity, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderElected(Action):
+class LeaderElected(Action, frozen=True, kw_only=True):
     """We lead ``generation``: watch metadata for ``group_topics`` (every member's topics).
 
     Emitted whether or not the leader computes, right before RunAssignor or the SkipAssignment
@@ -129,8 +118,7 @@ class LeaderElected(Action):
     skip_assignment: bool
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunAssignor(Action):
+class RunAssignor(Action, frozen=True, kw_only=True):
     """Compute the assignment for ``members`` and answer with AssignmentComputed(generation=...)."""
 
     generation: int
@@ -139,8 +127,7 @@ class RunAssignor(Action):
     group_topics: frozenset[str]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeadershipGuessed(Action):
+class LeadershipGuessed(Action, frozen=True, kw_only=True):
     """Below JoinGroup v9 a returning static leader is told the old leader id (KAFKA-13435).
 
     The leader id is a member id the broker minted for our own instance id ("<instance id>-<uuid>"),
@@ -153,8 +140,7 @@ class LeadershipGuessed(Action):
     leader_id: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StopFetching(Action):
+class StopFetching(Action, frozen=True, kw_only=True):
     """Stop fetching ``partitions`` now (None: every partition): they are being revoked or are lost, or the
     member is finished. Their consumed positions are kept until the following revoke callback finished."""
 
@@ -162,8 +148,7 @@ class StopFetching(Action):
     partitions: frozenset[TopicPartition] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionsRevoked(Action):
+class PartitionsRevoked(Action, frozen=True, kw_only=True):
     """Run the revoke callback; the member still owns the generation, so commits inside it work."""
 
     callback_id: int
@@ -171,8 +156,7 @@ class PartitionsRevoked(Action):
     reason: ReleaseReason
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionsLost(Action):
+class PartitionsLost(Action, frozen=True, kw_only=True):
     """Run the lost callback: another member may already own these partitions, so do not commit them."""
 
     callback_id: int
@@ -180,8 +164,7 @@ class PartitionsLost(Action):
     reason: ReleaseReason
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionsAssigned(Action):
+class PartitionsAssigned(Action, frozen=True, kw_only=True):
     """Fetch ``partitions`` from their committed offsets, then run the assigned callback with them.
 
     ``partitions`` is what is new (eager: the whole assignment); ``owned`` is the whole assignment after
@@ -194,8 +177,7 @@ class PartitionsAssigned(Action):
     owned: frozenset[TopicPartition]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommitCompleted(Action):
+class CommitCompleted(Action, frozen=True, kw_only=True):
     """Outcome of a commit: ``error`` None means every offset in ``offsets`` is committed."""
 
     commit_id: int | None
@@ -203,15 +185,13 @@ class CommitCompleted(Action):
     error: Exception | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Fatal(Action):
+class Fatal(Action, frozen=True, kw_only=True):
     """The member is finished: raise ``error`` from the pending call and every later poll and commit."""
 
     error: Exception
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Stopped(Action):
+class Stopped(Action, frozen=True, kw_only=True):
     """Stop is complete; ``error`` is the fatal error that ended the member earlier, if any."""
 
     error: Exception | None
@@ -220,8 +200,7 @@ class Stopped(Action):
 # -- the consumer protocol (KIP-848) ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendConsumerGroupHeartbeat(Action):
+class SendConsumerGroupHeartbeat(Action, frozen=True, kw_only=True):
     """One ConsumerGroupHeartbeat (v1). A None field (or -1 ``rebalance_timeout_ms``) means "unchanged
     since my last heartbeat"; a join (epoch 0) and the first heartbeat after an error carry everything.
 
@@ -245,8 +224,7 @@ class SendConsumerGroupHeartbeat(Action):
     request_timeout_ms: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResolveTopicIds(Action):
+class ResolveTopicIds(Action, frozen=True, kw_only=True):
     """Look up the names of these topic ids (Metadata v12+ by id, from any broker): assignments name
     topics by id. Answered by TopicIdsResolved (unknown ids absent) or RequestFailed."""
 

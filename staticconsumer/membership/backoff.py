@@ -7,11 +7,10 @@ admin client all back off with this, so one pair of settings means the same thin
 
 from __future__ import annotations
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 
-@dataclass(frozen=True, slots=True)
-class Backoff:
+class Backoff(msgspec.Struct, frozen=True):
     """``retry_backoff_ms`` doubling per consecutive failure, capped at ``retry_backoff_max_ms``.
 
     No jitter: the machine is deterministic so its timers can be tested without sleeping.

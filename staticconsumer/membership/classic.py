@@ -141,6 +141,11 @@ class ClassicMachine(MachineCore):
         return self._generation
 
     @property
+    def group_protocol(self) -> str:
+        """Its group.protocol, as ConsumerGroupMachine's: the runtime asks this, not the type."""
+        return "classic"
+
+    @property
     def protocol_name(self) -> str | None:
         return self._protocol_name
 

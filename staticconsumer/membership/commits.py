@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.errors import (
     CommitFailedError,
     ErrorCode,
@@ -21,8 +22,7 @@ from .rules import Verdict, code_name
 from .types import OffsetAndMetadata, RequestToken, TopicPartition
 
 
-@dataclass(frozen=True, slots=True)
-class PendingCommit:
+class PendingCommit(msgspec.Struct, frozen=True):
     """``commit_id`` is the application's id, or None for a commit the machine made while releasing."""
 
     commit_id: int | None

@@ -10,7 +10,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.errors import ConfigurationError, InvalidGroupInstanceIdError
 
 from .types import TopicPartition
@@ -89,8 +90,7 @@ SubscriptionDecoder = Callable[[bytes], Iterable[str]]
 """Turns a member's JoinGroup metadata into the topics it subscribes to (for the leader's metadata watch)."""
 
 
-@dataclass(frozen=True, slots=True)
-class MembershipConfig:
+class MembershipConfig(msgspec.Struct, frozen=True):
     """Everything the state machine needs to know up front; validated at construction.
 
     Times are in milliseconds, like Kafka's settings, so they can be copied from a Java config.

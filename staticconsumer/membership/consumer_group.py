@@ -30,10 +30,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import field
 from uuid import UUID
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.errors import (
     CommitFailedError,
     ConfigurationError,
@@ -65,6 +65,7 @@ from .types import (
     NO_MEMBER_ID,
     FailureKind,
     IdPartitions,
+    InstanceEvidence,
     MemberState,
     OffsetAndMetadata,
     ReleaseReason,
@@ -100,22 +101,7 @@ _LIFE_STATE = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class InstanceEvidence:
-    """What the runtime knows, from this host, about earlier holders of the instance id.
-
-    ``previous_member_id``: the member id of a run of this instance on this host that has ended (its
-    process is gone) without the consumer knowing that it left; if the broker names it as the holder, its
-    place is released and taken at once. ``live_holder``: another live process on this host runs this
-    instance id (its description, e.g. ``"pid 4242"``); a refusal then needs no session timeout to explain.
-    """
-
-    previous_member_id: str | None = None
-    live_holder: str | None = None
-
-
-@dataclass(slots=True)
-class _Parked:
+class _Parked(msgspec.Struct):
     """A commit answered STALE_MEMBER_EPOCH, waiting for the member epoch of the next heartbeat."""
 
     pending: PendingCommit
@@ -124,8 +110,7 @@ class _Parked:
     resent_at_same_epoch: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _Sent:
+class _Sent(msgspec.Struct, frozen=True):
     """What one heartbeat carried that the broker remembers once it answers."""
 
     purpose: str
@@ -133,13 +118,12 @@ class _Sent:
     owned: frozenset[TopicPartition] | None
 
 
-@dataclass(slots=True)
-class _Unreleased:
+class _Unreleased(msgspec.Struct):
     """The instance id is held by someone else: since when, by whom, and which places were released."""
 
     since: float | None = None
     holder: str | None = None
-    released: set[str] = field(default_factory=set)
+    released: set[str] = msgspec.field(default_factory=set)
 
 
 class ConsumerGroupMachine(MachineCore):

@@ -6,13 +6,12 @@ has since been replaced never drops the new one.
 
 from __future__ import annotations
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 from .backoff import Backoff
 
 
-@dataclass(slots=True)
-class CoordinatorLookup:
+class CoordinatorLookup(msgspec.Struct):
     backoff: Backoff
     known: bool = False
     epoch: int = 0

@@ -8,10 +8,10 @@ Response events carry the RequestToken of the Send* action they answer.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
 from uuid import UUID
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.errors import ErrorCode
 
 from .types import (
@@ -25,15 +25,13 @@ from .types import (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Event:
+class Event(msgspec.Struct, frozen=True, kw_only=True):
     """Base of every input."""
 
     now: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Start(Event):
+class Start(Event, frozen=True, kw_only=True):
     """Begin membership: find the coordinator and join with ``protocols`` (preference order).
 
     Under the consumer protocol (KIP-848) the broker assigns: the member sends its subscription instead,
@@ -45,13 +43,11 @@ class Start(Event):
     pattern: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tick(Event):
+class Tick(Event, frozen=True, kw_only=True):
     """Time passed; the driver sends it at (or after) ``machine.next_deadline()``."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FindCoordinatorResponse(Event):
+class FindCoordinatorResponse(Event, frozen=True, kw_only=True):
     """Answer to FindCoordinator; on NONE the driver has connected (or is connecting) to ``node_id``."""
 
     token: RequestToken
@@ -62,14 +58,12 @@ class FindCoordinatorResponse(Event):
     """Where the coordinator is, as answered (ignored by the machine; observers name the server)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CoordinatorDisconnected(Event):
+class CoordinatorDisconnected(Event, frozen=True, kw_only=True):
     """The coordinator connection dropped, or a request outside the machine (OffsetFetch) was told the
     coordinator moved: rediscover it."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JoinGroupResponse(Event):
+class JoinGroupResponse(Event, frozen=True, kw_only=True):
     """Answer to a JoinGroup; fields as in the wire message, ``members`` only for the leader."""
 
     token: RequestToken
@@ -86,8 +80,7 @@ class JoinGroupResponse(Event):
     protocols the group uses, from DescribeGroups), for the error's message."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SyncGroupResponse(Event):
+class SyncGroupResponse(Event, frozen=True, kw_only=True):
     """Answer to a SyncGroup; ``assignment`` is this member's encoded assignment."""
 
     token: RequestToken
@@ -97,30 +90,26 @@ class SyncGroupResponse(Event):
     assignment: bytes = b""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HeartbeatResponse(Event):
+class HeartbeatResponse(Event, frozen=True, kw_only=True):
     token: RequestToken
     error_code: int = ErrorCode.NONE
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetCommitResponse(Event):
+class OffsetCommitResponse(Event, frozen=True, kw_only=True):
     """Answer to an OffsetCommit: OffsetCommit has only per-partition error codes."""
 
     token: RequestToken
-    partition_errors: Mapping[TopicPartition, int] = field(default_factory=dict)
+    partition_errors: Mapping[TopicPartition, int] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeaveGroupResponse(Event):
+class LeaveGroupResponse(Event, frozen=True, kw_only=True):
     """Answer to a LeaveGroup: top-level code, or the first per-member code when that is NONE."""
 
     token: RequestToken
     error_code: int = ErrorCode.NONE
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RequestFailed(Event):
+class RequestFailed(Event, frozen=True, kw_only=True):
     """A request sent for a Send* action got no response (connection lost or request timeout)."""
 
     token: RequestToken
@@ -129,32 +118,28 @@ class RequestFailed(Event):
     """What went wrong, in words (for UNSUPPORTED_VERSION and INVALID_REQUEST it becomes the error)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Unrecoverable(Event):
+class Unrecoverable(Event, frozen=True, kw_only=True):
     """Something outside the machine's requests failed for good (for example the committed offsets of
     assigned partitions cannot be read): the member ends with ``error``."""
 
     error: Exception
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AssignmentComputed(Event):
+class AssignmentComputed(Event, frozen=True, kw_only=True):
     """The leader's assignor finished for ``generation``: encoded assignment per member id."""
 
     generation: int
     assignments: Mapping[str, bytes]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AssignmentFailed(Event):
+class AssignmentFailed(Event, frozen=True, kw_only=True):
     """The leader's assignor raised for ``generation``."""
 
     generation: int
     error: Exception
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallbackFinished(Event):
+class CallbackFinished(Event, frozen=True, kw_only=True):
     """A PartitionsRevoked/Assigned/Lost callback returned.
 
     After a revoke, ``offsets_to_commit`` are committed before the member rejoins or stops (for example
@@ -162,16 +147,14 @@ class CallbackFinished(Event):
     """
 
     callback_id: int
-    offsets_to_commit: Mapping[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    offsets_to_commit: Mapping[TopicPartition, OffsetAndMetadata] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PollCalled(Event):
+class PollCalled(Event, frozen=True, kw_only=True):
     """The application called getone/getmany (resets the max.poll.interval timer)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommitRequested(Event):
+class CommitRequested(Event, frozen=True, kw_only=True):
     """The application asked to commit; answered by exactly one CommitCompleted with ``commit_id``."""
 
     commit_id: int
@@ -180,22 +163,19 @@ class CommitRequested(Event):
     """Opaque to the machine: what observers need to place the commit (the caller's trace context)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Stop(Event):
+class Stop(Event, frozen=True, kw_only=True):
     """Shut down. Static members send LeaveGroup only when ``leave_group`` is True."""
 
     leave_group: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RequestRejoin(Event):
+class RequestRejoin(Event, frozen=True, kw_only=True):
     """Rejoin the group (for example the leader saw a partition count change); ``reason`` goes on the wire."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UpdateProtocols(Event):
+class UpdateProtocols(Event, frozen=True, kw_only=True):
     """This member's subscription changed: join with the new protocol list (and so force a rebalance).
 
     The consumer protocol reads ``topics`` / ``pattern`` (as in Start) and sends them in its next heartbeat.
@@ -210,8 +190,7 @@ class UpdateProtocols(Event):
 # -- the consumer protocol (KIP-848) ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupHeartbeatResponse(Event):
+class ConsumerGroupHeartbeatResponse(Event, frozen=True, kw_only=True):
     """Answer to a ConsumerGroupHeartbeat. ``assignment`` is the member's whole assignment by topic id,
     or None when it did not change since the last heartbeat; ``heartbeat_interval_ms`` is 0 on errors."""
 
@@ -224,9 +203,8 @@ class ConsumerGroupHeartbeatResponse(Event):
     assignment: tuple[IdPartitions, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TopicIdsResolved(Event):
+class TopicIdsResolved(Event, frozen=True, kw_only=True):
     """Answer to ResolveTopicIds: the name of each topic id the cluster knows (unknown ids are absent)."""
 
     token: RequestToken
-    names: Mapping[UUID, str] = field(default_factory=dict)
+    names: Mapping[UUID, str] = msgspec.field(default_factory=dict)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 from .types import RequestToken
 
@@ -43,8 +43,7 @@ SINGLE = frozenset(
 """Kinds of which at most one is ever in flight."""
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True):
     kind: RequestKind
     token: RequestToken
     coordinator_epoch: int

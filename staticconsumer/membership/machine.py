@@ -8,18 +8,33 @@ milestones (see observe.py).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from .classic import ClassicMachine
 from .config import MembershipConfig
-from .consumer_group import ConsumerGroupMachine, InstanceEvidence
 from .reconcile import RebalanceProtocol
+from .types import InstanceEvidence
 
-MembershipMachine = ClassicMachine
-"""The classic protocol's machine under the name the SDK has always used for it."""
+if TYPE_CHECKING:
+    from .classic import ClassicMachine
+    from .consumer_group import ConsumerGroupMachine
 
-AnyMachine = ClassicMachine | ConsumerGroupMachine
-"""Either protocol's machine (the runtime drives both the same way)."""
+    MembershipMachine: TypeAlias = ClassicMachine
+    """The classic protocol's machine under the name the SDK has always used for it."""
+
+    AnyMachine: TypeAlias = ClassicMachine | ConsumerGroupMachine
+    """Either protocol's machine (the runtime drives both the same way)."""
+else:
+
+    def __getattr__(name: str) -> Any:
+        """The machines load with the first member that runs one: a restart needs one protocol's, not both."""
+        if name not in ("MembershipMachine", "AnyMachine"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from .classic import ClassicMachine
+        from .consumer_group import ConsumerGroupMachine
+
+        value = ClassicMachine if name == "MembershipMachine" else ClassicMachine | ConsumerGroupMachine
+        globals()[name] = value
+        return value
 
 
 def new_machine(
@@ -38,5 +53,9 @@ def new_machine(
     if group_protocol == "consumer":
         if member_id is None:
             raise ValueError("the consumer protocol needs the member id the client generated")
+        from .consumer_group import ConsumerGroupMachine
+
         return ConsumerGroupMachine(config, member_id, evidence)
+    from .classic import ClassicMachine
+
     return ClassicMachine(config, rebalance_protocol)

@@ -11,20 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 from . import actions, events
 from .config import MembershipConfig
 from .types import MemberState, TopicPartition
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Milestone:
+class Milestone(msgspec.Struct, frozen=True, kw_only=True):
     """A protocol-neutral fact about the member, emitted by the machine for observers only."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JoinStarted(Milestone):
+class JoinStarted(Milestone, frozen=True, kw_only=True):
     """A (re)join attempt goes out; ``reason`` is why the member (re)joins ("" for the first join)."""
 
     member_id: str
@@ -34,8 +32,7 @@ class JoinStarted(Milestone):
     distinction does not apply."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Joined(Milestone):
+class Joined(Milestone, frozen=True, kw_only=True):
     """The member is in ``generation`` (the member epoch under the consumer protocol)."""
 
     generation: int
@@ -49,15 +46,13 @@ class Joined(Milestone):
     """``eager`` or ``cooperative`` under the classic protocol (see JoinStarted)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HeartbeatFailed(Milestone):
+class HeartbeatFailed(Milestone, frozen=True, kw_only=True):
     """The coordinator answered a heartbeat with an error (which may or may not end the membership)."""
 
     error_code: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Leaving(Milestone):
+class Leaving(Milestone, frozen=True, kw_only=True):
     """The member tells the coordinator it leaves the group."""
 
     member_id: str

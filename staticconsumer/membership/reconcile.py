@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 from . import actions as act
 from .types import ReleaseReason, TopicPartition
@@ -31,8 +31,7 @@ class RebalanceProtocol(enum.Enum):
     COOPERATIVE = "cooperative"
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
+class Delta(msgspec.Struct, frozen=True):
     """From what a member owns to its target: what to revoke, what to add, what stays untouched."""
 
     revoke: Partitions
@@ -54,8 +53,7 @@ def release_before_join(
     return frozenset(tp for tp in owned if tp.topic not in subscribed)
 
 
-@dataclass(slots=True)
-class Release:
+class Release(msgspec.Struct):
     """Giving up ``partitions``: a callback, then (after a revoke) an optional commit."""
 
     callback_id: int

@@ -15,7 +15,8 @@ import enum
 from collections.abc import Mapping
 from typing import TypeVar
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.errors import ErrorCode
 
 
@@ -64,8 +65,7 @@ class Verdict(enum.Enum):
     FENCED = "FencedInstanceIdError"
 
 
-@dataclass(frozen=True, slots=True)
-class Reaction:
+class Reaction(msgspec.Struct, frozen=True):
     """The steps for one error code; ``stale`` when the generation or member id changed since sending."""
 
     steps: tuple[Step, ...]
@@ -77,8 +77,7 @@ class Reaction:
         return self.steps if unchanged or self.stale is None else self.stale
 
 
-@dataclass(frozen=True, slots=True)
-class CommitReaction:
+class CommitReaction(msgspec.Struct, frozen=True):
     """An OffsetCommit error: steps on the group, and the verdict for the caller (fresh and stale)."""
 
     steps: tuple[Step, ...]
@@ -94,8 +93,7 @@ class CommitReaction:
         return self.stale_steps, self.stale_verdict
 
 
-@dataclass(frozen=True, slots=True)
-class ApiRules:
+class ApiRules(msgspec.Struct, frozen=True):
     """One API's table, its fallback for codes it does not list, and its default rejoin reason."""
 
     api: str

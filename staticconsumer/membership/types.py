@@ -6,7 +6,7 @@ import enum
 from typing import NamedTuple
 from uuid import UUID
 
-from staticconsumer._dataclass import dataclass
+import msgspec
 
 
 class TopicPartition(NamedTuple):
@@ -16,8 +16,7 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
+class OffsetAndMetadata(msgspec.Struct, frozen=True):
     """What gets committed for one partition: the next offset to consume, plus optional metadata."""
 
     offset: int
@@ -25,16 +24,14 @@ class OffsetAndMetadata:
     leader_epoch: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class GroupProtocol:
+class GroupProtocol(msgspec.Struct, frozen=True):
     """One entry of the JoinGroup protocol list: an assignor name and this member's metadata for it."""
 
     name: str
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class JoinGroupMember:
+class JoinGroupMember(msgspec.Struct, frozen=True):
     """A member as the JoinGroup response lists it to the leader."""
 
     member_id: str
@@ -42,8 +39,7 @@ class JoinGroupMember:
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class RequestToken:
+class RequestToken(msgspec.Struct, frozen=True):
     """Identifies one request and the identity it was sent with.
 
     The driver copies it from the Send* action into the matching response event, so the machine can
@@ -114,3 +110,16 @@ NO_GENERATION = -1
 
 NO_MEMBER_ID = ""
 """Kafka's member id for "the coordinator has not given us one yet"."""
+
+
+class InstanceEvidence(msgspec.Struct, frozen=True):
+    """What the runtime knows, from this host, about earlier holders of the instance id.
+
+    ``previous_member_id``: the member id of a run of this instance on this host that has ended (its
+    process is gone) without the consumer knowing that it left; if the broker names it as the holder, its
+    place is released and taken at once. ``live_holder``: another live process on this host runs this
+    instance id (its description, e.g. ``"pid 4242"``); a refusal then needs no session timeout to explain.
+    """
+
+    previous_member_id: str | None = None
+    live_holder: str | None = None

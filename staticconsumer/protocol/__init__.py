@@ -11,15 +11,8 @@ codecs are re-exported from the pure ``assignors`` package, which owns them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from assignors.userdata import (
-    StickyMemberData,
-    decode_cooperative_user_data,
-    decode_sticky_user_data,
-    encode_cooperative_user_data,
-    encode_sticky_user_data,
-)
 from staticconsumer.protocol._base import REASON_MAX_CHARS, Message, truncate_reason
 from staticconsumer.protocol._codec import ZERO_UUID, TaggedFields, parse_uuid_text, uuid_text
 from staticconsumer.protocol.admin import (
@@ -124,6 +117,35 @@ from staticconsumer.protocol.offsets import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
+
+if TYPE_CHECKING:
+    from assignors.userdata import (
+        StickyMemberData,
+        decode_cooperative_user_data,
+        decode_sticky_user_data,
+        encode_cooperative_user_data,
+        encode_sticky_user_data,
+    )
+else:
+    _USER_DATA = frozenset(
+        {
+            "StickyMemberData",
+            "decode_cooperative_user_data",
+            "decode_sticky_user_data",
+            "encode_cooperative_user_data",
+            "encode_sticky_user_data",
+        }
+    )
+    """Re-exported from ``assignors.userdata`` on first access: only a sticky assignor's leader needs them."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in _USER_DATA:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from assignors import userdata
+
+        value = getattr(userdata, name)
+        globals()[name] = value
+        return value
 
 
 class ApiSpec(NamedTuple):

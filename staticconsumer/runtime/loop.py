@@ -12,12 +12,13 @@ restart. The loop runs on the membership thread (thread.py); it is not thread-sa
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka
@@ -33,8 +34,6 @@ from staticconsumer.errors import (
 )
 from staticconsumer.leader import DescribedMember, GroupView
 from staticconsumer.membership import (
-    AnyMachine,
-    ConsumerGroupMachine,
     FailureKind,
     GroupProtocol,
     MembershipObserver,
@@ -62,6 +61,9 @@ from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner
 from .requests import REQUESTS, RequestSpec
 from .subscription import Subscription as Topics
+
+if TYPE_CHECKING:
+    from staticconsumer.membership import AnyMachine
 
 log = logging.getLogger("staticconsumer.runtime")
 
@@ -183,7 +185,7 @@ class MembershipLoop:
         self._next_commit_id = 0
         self._task_group: asyncio.TaskGroup | None = None
         self._children: set[asyncio.Task[None]] = set()
-        self._consumer_protocol = isinstance(machine, ConsumerGroupMachine)
+        self._consumer_protocol = machine.group_protocol == "consumer"
         """KIP-848: the broker assigns and resolves patterns; no client-side assignor, no leader duties."""
         self._snapshot = MemberSnapshot(
             rebalance_protocol=machine.rebalance_protocol.value,
@@ -269,7 +271,7 @@ class MembershipLoop:
         """The JoinGroup with the subscription encoded as the member joins (Java's ``metadata()``): what a
         cooperative member still owns, the generation it owns it from, and the assignors' user data of
         the assignment it last received. Encoded earlier, any of these would be stale."""
-        return dataclasses.replace(join, protocols=self.protocols())
+        return msgspec.structs.replace(join, protocols=self.protocols())
 
     def protocols(self) -> tuple[GroupProtocol, ...]:
         topics = self._topics.topics
@@ -477,7 +479,7 @@ class MembershipLoop:
                 isinstance(event, events.JoinGroupResponse)
                 and event.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
             ):
-                event = dataclasses.replace(event, refusal_detail=await self._group_protocols())
+                event = msgspec.structs.replace(event, refusal_detail=await self._group_protocols())
             self.post(event)
 
     # -- the leader's step ------------------------------------------------------------------------

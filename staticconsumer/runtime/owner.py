@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.membership import MemberState, OffsetAndMetadata, ReleaseReason, TopicPartition
 
 Partitions = frozenset[TopicPartition]
 
 
-@dataclass(frozen=True, slots=True)
-class MemberSnapshot:
+class MemberSnapshot(msgspec.Struct, frozen=True):
     """What the application may read about its membership; replaced as a whole after every change."""
 
     state: MemberState = MemberState.NOT_STARTED

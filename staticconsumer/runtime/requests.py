@@ -8,10 +8,10 @@ connection, or any broker for FindCoordinator). The loop sends every row the sam
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
-from staticconsumer._dataclass import dataclass
+import msgspec
+
 from staticconsumer.broker_support import check_consumer_protocol, consumer_protocol_refused
 from staticconsumer.errors import ErrorCode
 from staticconsumer.membership import (
@@ -54,8 +54,7 @@ from staticconsumer.protocol import (
 Versions = Mapping[int, tuple[int, int]]
 
 
-@dataclass(frozen=True, slots=True)
-class RequestSpec:
+class RequestSpec(msgspec.Struct, frozen=True):
     """How one action type travels: ``build(action, version, config)``, ``answer(action, response, now)``."""
 
     message: type[Message]
@@ -248,7 +247,7 @@ def _consumer_protocol_refused(
     if event.error_code != ErrorCode.UNSUPPORTED_VERSION:
         return event
     refusal = consumer_protocol_refused(versions, node, event.error_message)
-    return replace(event, error_message=str(refusal))
+    return msgspec.structs.replace(event, error_message=str(refusal))
 
 
 def _resolve_topic_ids(a: actions.ResolveTopicIds, version: int, config: MembershipConfig) -> Message:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import dataclasses
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
@@ -39,7 +40,6 @@ from staticconsumer.errors import (
     broker_error,
 )
 from staticconsumer.membership import (
-    AnyMachine,
     MembershipConfig,
     MembershipObserver,
     OffsetAndMetadata,
@@ -70,6 +70,8 @@ from .subscription import Subscription
 from .topics import TopicWatch
 
 if TYPE_CHECKING:
+    from staticconsumer.membership import AnyMachine
+
     from .loop import MembershipLoop
 
 log = logging.getLogger("staticconsumer.runtime")
@@ -212,7 +214,7 @@ class _OnApplicationLoop:
 
     def membership_changed(self, snapshot: MemberSnapshot) -> None:
         if snapshot.fatal_error is not None:
-            snapshot = dataclasses.replace(snapshot, fatal_error=self._explain(snapshot.fatal_error))
+            snapshot = msgspec.structs.replace(snapshot, fatal_error=self._explain(snapshot.fatal_error))
         self._later(self._owner.membership_changed, snapshot)
 
 

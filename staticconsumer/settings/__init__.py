@@ -26,7 +26,6 @@ import msgspec
 
 from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
 from assignors.registry import names as registered_assignors
-from staticconsumer._dataclass import dataclass
 from staticconsumer.connection.reconnect import (
     DEFAULT_RECONNECT_BACKOFF_MAX_MS,
     DEFAULT_RECONNECT_BACKOFF_MS,
@@ -150,8 +149,7 @@ class Secret:
 Kind = Literal["string", "optional_string", "int", "bool", "list", "choice", "secret"]
 
 
-@dataclass(frozen=True, slots=True)
-class SettingSpec:
+class SettingSpec(msgspec.Struct, frozen=True):
     """How one field is named in Kafka, parsed from text, documented and bounded."""
 
     field: str
@@ -938,8 +936,7 @@ def _show_default(value: object, spec: SettingSpec) -> str:
     return str(value)
 
 
-@dataclass(frozen=True, slots=True)
-class _Labels:
+class _Labels(msgspec.Struct, frozen=True):
     """For each field, the name the operator used and the value to show, so errors point at their input."""
 
     names: Mapping[str, str]

@@ -4,6 +4,8 @@ error keeps our message, fields and built-in bases (and survives pickling with a
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from typing import Any
 
 import aiokafka.errors as aio
@@ -16,6 +18,8 @@ from staticconsumer.membership import TopicPartition
 
 def _our_classes() -> list[type[BaseException]]:
     """Every exception class staticconsumer.errors defines (those built for aiokafka-only codes included)."""
+    for code in aio.kafka_errors:  # aiokafka-only codes' classes are built when first asked for
+        ours.error_class_for(code)
     found = [
         value
         for value in vars(ours).values()
@@ -100,6 +104,24 @@ def test_broker_errors_read_as_aiokafkas_for_the_same_code(cls: type[ours.Broker
         assert (cls.retriable, theirs.retriable) == (True, False)
     else:
         assert cls.retriable == theirs.retriable
+
+
+def test_aiokafka_only_classes_are_built_when_first_asked_for_by_code_or_name() -> None:
+    script = (
+        "import pickle, aiokafka.errors as aio, staticconsumer.errors as ours\n"
+        "assert 'InvalidTopicError' not in vars(ours)\n"
+        "by_name = ours.InvalidTopicError\n"
+        "assert by_name is ours.error_class_for(aio.InvalidTopicError.errno)\n"
+        "assert issubclass(by_name, (ours.BrokerError, aio.InvalidTopicError))\n"
+        "assert ours.error_class_for(aio.KafkaStorageError.errno) is ours.KafkaStorageError\n"
+        "assert ours.UnknownServerError is ours.error_class_for(aio.UnknownError.errno)\n"
+        "print(pickle.dumps(ours.broker_error(aio.NotEnoughReplicasError.errno, 'x')).hex())"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    again = pickle.loads(bytes.fromhex(run.stdout))  # a process that has not built it yet unpickles it
+    assert type(again) is ours.error_class_for(aio.NotEnoughReplicasError.errno)
+    with pytest.raises(AttributeError, match="NoSuchError"):
+        ours.NoSuchError  # noqa: B018
 
 
 @pytest.mark.parametrize("code", sorted(set(aio.kafka_errors) - {0}))

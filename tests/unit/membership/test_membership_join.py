@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 from membership_harness import (
     GROUP,
@@ -173,7 +172,7 @@ def test_unknown_member_id_for_an_older_generation_does_not_reset() -> None:
     h.become_stable(generation=4)
     h.feed(ev.RequestRejoin, reason="metadata changed")
     join = one(h.finish_callback(one(h.history, act.PartitionsRevoked)), act.SendJoinGroup)
-    stale = dataclasses.replace(join.token, generation=3, member_id="someone-else")
+    stale = msgspec.structs.replace(join.token, generation=3, member_id="someone-else")
     rejoin = one(
         h.feed(ev.JoinGroupResponse, token=stale, error_code=ErrorCode.UNKNOWN_MEMBER_ID), act.SendJoinGroup
     )

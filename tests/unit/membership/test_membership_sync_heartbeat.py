@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 from membership_harness import INSTANCE, UUID22, Harness, kinds, of, one, tp
 
@@ -70,7 +69,7 @@ def test_sync_error_for_an_older_generation_does_not_reset(code: ErrorCode) -> N
     """testSyncGroupIllegalGenerationResponseWithOldGeneration."""
     h = Harness()
     sync = _completing(h, generation=3)
-    stale = dataclasses.replace(sync.token, generation=2, member_id="old-id")
+    stale = msgspec.structs.replace(sync.token, generation=2, member_id="old-id")
     join = one(h.feed(ev.SyncGroupResponse, token=stale, error_code=code), act.SendJoinGroup)
     assert join.member_id == STATIC_ID
     assert h.m.generation == 3

@@ -356,11 +356,20 @@ def tradeoffs(results: list[ModeResult], unowned: dict[str, float] | None = None
             f"{r.moved} partitions moved, {r.revoked_from_others} revoked from members that did not "
             f"restart, {r.processed_twice} records processed twice"
         )
-        if r.mode == "static":
+        if r.mode == "static" and not r.rebalances:
             paid = (
                 f"paid: each restarting member's {PARTITIONS_PER_MEMBER} partitions waited for it "
                 f"(median restart {r.median_restart:.1f}s; the {timeout:.0f}s session timeout bounds the "
                 f"wait), {waited}records delayed up to {r.longest_delay:.1f}s end to end"
+            )
+        elif r.mode == "static":
+            slow = sum(1 for took in r.restart_to_first_record if took > timeout)
+            paid = (
+                f"paid: each restarting member's {PARTITIONS_PER_MEMBER} partitions waited for it up to "
+                f"the {timeout:.0f}s session timeout; {slow} of {len(r.restart_to_first_record)} restarts "
+                f"took longer to their first record (median {r.median_restart:.1f}s: a loaded machine?) "
+                f"and the group rebalanced {r.rebalances} times (a member gone past the timeout is "
+                f"evicted), {waited}records delayed up to {r.longest_delay:.1f}s end to end"
             )
         else:
             paid = (

@@ -8,9 +8,13 @@ Full size: 2,000 static consumers in 20 groups, 100,000 partitions, 50 deploys (
 in each), a share of restarts slower than the session timeout so the group rebalances. The log is written
 with the real schema (staticconsumer.analytics.synthetic), one file per group, then ``analyze`` runs on
 ``--master`` (default local[*]) and writes every Parquet table and the report. Reported: wall time of
-generation, Spark start and the job; peak resident memory of the Python driver and of the JVM (sampled
-from /proc every 0.2 s, the whole process tree); the job's answers against the generator's truth; the
-machine (cores, memory, CPU) and git revision. JSON (msgspec-typed) goes to benchmarks/results/.
+generation, Spark start and the job, the job's steps (planning, the tables computed and written, the
+report), and the floor: one Spark pass over the same files on the same session (every line parsed, every
+partition list exploded, aggregated per group), so ``job / floor`` compares the job with what the engine
+needs to read its input on this machine, whatever its speed or load; peak resident memory of the Python
+driver and of the JVM (sampled from /proc every 0.2 s, the whole process tree); the job's answers against
+the generator's truth; the machine (cores, memory, CPU, ``uptime``) and git revision. JSON (msgspec-typed)
+goes to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -31,10 +35,18 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.pop(0)  # benchmarks/assignors.py would shadow the assignors package
 
 import contextlib
+from typing import TYPE_CHECKING
 
 import msgspec
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 ROOT = Path(__file__).resolve().parents[1]
+PLAN_STEP = "planning the tables"
+TABLE_STEP = "table "
+REPORT_STEP = "report"
+"""Names of the job's steps (staticconsumer.analytics.run) that the timings split out."""
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "analytics_fleet.json"
 
 
@@ -55,6 +67,21 @@ class Timings(msgspec.Struct):
     spark_start_s: float
     job_s: float
     """read + parse + every table written as Parquet + the report (plots included)."""
+    floor_s: float = 0.0
+    """The floor pass (:func:`floor_pass`) on the same session after the job; 0 in runs before it."""
+    plan_s: float = 0.0
+    """The job's fixed costs: planning the tables on the driver, ..."""
+    tables_s: float = 0.0
+    """... computing and writing the Parquet tables (the bulk of the work, and every write) ..."""
+    report_s: float = 0.0
+    """... and the report's plots and pages (Python on the driver)."""
+    steps_s: dict[str, float] = {}
+    """Every step of the job by name, in seconds (Progress's steps)."""
+
+    @property
+    def job_over_floor(self) -> float:
+        """How far the job is from one pass over its input: the figure that travels between machines."""
+        return self.job_s / self.floor_s if self.floor_s else float("nan")
 
 
 class Memory(msgspec.Struct):
@@ -92,6 +119,8 @@ class Environment(msgspec.Struct):
     java: str
     git_revision: str
     git_dirty: bool
+    uptime: str = ""
+    """``uptime`` at the start: how loaded the machine was (other work shares it)."""
 
 
 class Report(msgspec.Struct):
@@ -105,6 +134,10 @@ class Report(msgspec.Struct):
     checks: Checks
     environment: Environment
     command: str
+    label: str = ""
+    """What kind of run this is when it is not the reference (``--label``: e.g. a loaded machine)."""
+    floor_rows: int = 0
+    """Rows the floor pass aggregated: every record, one per partition for those that list some."""
 
     @property
     def agree(self) -> bool:
@@ -231,7 +264,50 @@ def _environment() -> Environment:
         git_dirty=bool(
             _git("status", "--porcelain", "--", "staticconsumer/analytics", "benchmarks/analytics_fleet.py")
         ),
+        uptime=_uptime(),
     )
+
+
+def _uptime() -> str:
+    try:
+        result = subprocess.run(["uptime"], capture_output=True, text=True, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return result.stdout.strip()
+
+
+def floor_pass(spark: SparkSession, paths: list[str]) -> tuple[float, int]:
+    """Seconds and rows of one Spark pass over the job's input: what the engine needs to read it.
+
+    Every line is parsed with the job's schema (all of it: the hash of the whole record is aggregated,
+    so no field is pruned), every partition list exploded, and the rows aggregated per group.
+    """
+    from pyspark.sql import functions as F
+
+    from staticconsumer.analytics.job import EVENT_SCHEMA
+
+    started = time.perf_counter()
+    lines = spark.read.option("recursiveFileLookup", "true").text(paths)
+    parsed = lines.select(F.from_json(F.col("value"), EVENT_SCHEMA).alias("r"))
+    exploded = parsed.select(
+        F.col("r.group").alias("group"),
+        F.col("r.ts").alias("ts"),
+        F.xxhash64(F.col("r")).alias("record"),
+        F.explode_outer(F.col("r.partitions")).alias("p"),
+    )
+    groups = (
+        exploded.groupBy("group")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.col("p")).alias("partitions"),
+            F.sum(F.col("p.partition")).alias("partition_sum"),
+            F.min("ts").alias("first"),
+            F.max("ts").alias("last"),
+            F.max("record").alias("record"),
+        )
+        .collect()
+    )
+    return time.perf_counter() - started, sum(int(g["rows"]) for g in groups)
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -257,6 +333,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary directory")
     parser.add_argument("--keep", action="store_true", help="keep the generated log and the tables")
+    parser.add_argument(
+        "--label", default="", help="what kind of run this is, kept in the JSON (e.g. 'loaded machine')"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(
         "--replot",
@@ -296,7 +375,8 @@ def straight_line(sizes: list[float], times: list[float]) -> tuple[float, float]
 
 
 def scaling_plot(reports: list[Report], path: Path) -> Path:
-    """Job time against input size, with the least-squares line (per MB plus a fixed part)."""
+    """Job time against input size, with the least-squares line (per MB plus a fixed part) through the
+    reference runs, and the floor pass beside each run that measured it, with job / floor."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -308,18 +388,37 @@ def scaling_plot(reports: list[Report], path: Path) -> Path:
     ax.plot(
         sizes, times, marker="o", linestyle="", color="#4e79a7", label="job wall time (read, tables, report)"
     )
+    floors = [(x, r.timings.floor_s) for r, x in zip(reports, sizes, strict=True) if r.timings.floor_s]
+    if floors:
+        ax.plot(
+            [x for x, _ in floors],
+            [f for _, f in floors],
+            marker="v",
+            linestyle="",
+            color="#59a14f",
+            label="floor: one pass (parse, explode, aggregate per group)",
+        )
     for index, (r, x, y) in enumerate(zip(reports, sizes, times, strict=True)):
+        t = r.timings
+        versus = (
+            f"\njob / floor {t.job_over_floor:.1f} (floor {t.floor_s:.1f} s); fixed: start "
+            f"{t.spark_start_s:.0f} s, plan {t.plan_s:.0f} s, report {t.report_s:.0f} s"
+            if t.floor_s
+            else ""
+        )
         ax.annotate(
-            f"{r.size.scale:g}x: {r.size.records:,} records, {y:.0f} s\n"
+            f"{r.size.scale:g}x{f' ({r.label})' if r.label else ''}: {r.size.records:,} records, "
+            f"{y:.0f} s{versus}\n"
             f"JVM {r.memory.jvm_peak_rss_bytes / 1e9:.1f} GB, "
             f"load {r.environment.load_average_at_start[0]:.1f}",
             (x, y),
             textcoords="offset points",
-            xytext=(8, -26) if index % 2 == 0 else (8, 10),
+            xytext=(8, -40) if r.label else (8, -26) if index % 2 == 0 else (8, 10),
             fontsize=8,
         )
-    if len(reports) >= 2:
-        slope, fixed = straight_line(sizes, times)
+    reference = [(x, y) for r, x, y in zip(reports, sizes, times, strict=True) if not r.label]
+    if len({x for x, _ in reference}) >= 2:
+        slope, fixed = straight_line([x for x, _ in reference], [y for _, y in reference])
         end = max(sizes) * 1.05
         ax.plot(
             [0, end],
@@ -329,16 +428,22 @@ def scaling_plot(reports: list[Report], path: Path) -> Path:
             label=f"least squares: {fixed:.0f} s + {slope:.3f} s/MB",
         )
     ax.set_xlabel("input size (MB of event log)")
-    ax.set_ylabel("seconds")
     ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0, top=max(times) * 1.2)
+    lows = [*times, *(f for _, f in floors)]
+    if max(times) > 4 * min(lows):  # a loaded run or a floor pass beside the job: seconds on a log axis
+        ax.set_yscale("log")
+        ax.set_ylabel("seconds (log scale)")
+        ax.set_ylim(bottom=min(lows) / 2, top=max(times) * 3)
+    else:
+        ax.set_ylabel("seconds")
+        ax.set_ylim(bottom=0, top=max(times) * 1.2)
     env = reports[-1].environment
     ax.set_title(
-        f"staticconsumer analyze on {reports[-1].master}, {env.cores} cores "
-        "(1-minute load at each run's start)",
+        f"staticconsumer analyze on {reports[-1].master}, {env.cores} cores\n"
+        "(1-minute load at each run's start; the line fits the unlabelled runs)",
         fontsize=10,
     )
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -398,17 +503,22 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
             spark.range(1).count()
             spark_start_s = time.perf_counter() - started
             started = time.perf_counter()
+            progress = Progress()
             analysis = analyze(
                 [str(logs)],
                 tables,
                 spark=spark,
                 options=Options(deploy_gap_seconds=600.0),
-                progress=Progress(),
+                progress=progress,
                 size_shuffles=not fixed,
             )
             shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions") or "?"
             job_s = time.perf_counter() - started
             moved = int(sum(row["moved_partitions"] for row in analysis.windows))
+            # After the job, on its session and shuffle settings: a warm JVM and a page cache holding
+            # the files favour the floor, so job / floor errs against the job.
+            floor_s, floor_rows = floor_pass(spark, [str(logs)])
+            print(f"floor pass: {floor_rows:,} rows in {floor_s:.1f}s; job / floor {job_s / floor_s:.1f}")
             spark.stop()
         totals = {g: analysis.totals(g) for g in analysis.groups()}
         checks = Checks(
@@ -441,7 +551,14 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
             files=len(files),
         ),
         timings=Timings(
-            generate_s=round(generate_s, 2), spark_start_s=round(spark_start_s, 2), job_s=round(job_s, 2)
+            generate_s=round(generate_s, 2),
+            spark_start_s=round(spark_start_s, 2),
+            job_s=round(job_s, 2),
+            floor_s=round(floor_s, 2),
+            plan_s=round(progress.steps.get(PLAN_STEP, 0.0), 2),
+            tables_s=round(sum(t for n, t in progress.steps.items() if n.startswith(TABLE_STEP)), 2),
+            report_s=round(progress.steps.get(REPORT_STEP, 0.0), 2),
+            steps_s={name: round(took, 2) for name, took in progress.steps.items()},
         ),
         memory=Memory(
             driver_peak_rss_bytes=memory.driver,
@@ -453,6 +570,8 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
         checks=checks,
         environment=environment,
         command="benchmarks/analytics_fleet.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        label=args.label,
+        floor_rows=floor_rows,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")

@@ -4,7 +4,9 @@ Three consumers run in separate processes on one topic while a producer writes s
 stopped and restarted in turn, as a Kubernetes rolling update does. With static membership the group
 should not rebalance at all; with dynamic membership every restart costs about two rebalances. The demo
 prints, per mode, the rebalances (generation changes), the partitions revoked from members that did
-not restart, and each restart's time from process start to first record.
+not restart, and each restart's time from process start to first record; it ends with what each mode
+bought and paid: partitions moved, records processed twice, and how long records waited end to end
+(a static member's partitions wait for it while it restarts, which the analysis counts as unowned).
 """
 
 from __future__ import annotations
@@ -88,9 +90,21 @@ async def run_member(
         if first and batch:
             first = False
             _say("first_record", gen=consumer.generation)
+        if batch:
+            _say("batch", **_processed(batch, time.time()))
     await consumer.stop()
     _say("stopped")
     return 0
+
+
+def _processed(batch: dict[TopicPartition, list[Any]], now: float) -> dict[str, Any]:
+    """What a batch processed: each partition's offsets, and the longest a record waited since it was
+    produced (the producer writes its send time as the value; one machine, one clock)."""
+    delays = [now - float(r.value) for records in batch.values() for r in records if r.value]
+    return {
+        "offsets": [[tp.topic, tp.partition, [r.offset for r in records]] for tp, records in batch.items()],
+        "delay": max(delays, default=0.0),
+    }
 
 
 # -- the orchestrator ------------------------------------------------------------------------------
@@ -116,6 +130,48 @@ class ModeResult:
     start_generation: int = -1
     members: list[Member] = field(default_factory=list)
     """Every member process of the run with the JSON events it printed (the test's direct view)."""
+    bounce: tuple[float, float] = (0.0, 0.0)
+    """Wall-clock start (the first stop) and end (the group settled after the last restart)."""
+
+    def batches(self) -> list[tuple[float, dict[str, Any]]]:
+        """Every batch any member process processed, with its time, oldest first."""
+        return sorted((e["t"], e) for m in self.members for e in m.events if e["e"] == "batch")
+
+    @property
+    def processed_twice(self) -> int:
+        """Records processed more than once (by any process): a partition that moved on before its
+        last owner committed is read again from the committed offset by the next."""
+        seen: dict[tuple[str, int], set[int]] = {}
+        total = 0
+        for _, batch in self.batches():
+            for topic, partition, offsets in batch["offsets"]:
+                seen.setdefault((topic, partition), set()).update(offsets)
+                total += len(offsets)
+        return total - sum(len(offsets) for offsets in seen.values())
+
+    @property
+    def moved(self) -> int:
+        """Assignments during the bounce that gave a partition to another member (by its index: a
+        restarted static member is the same member) than the one that had it before."""
+        owner: dict[tuple[str, int], int] = {}
+        moved = 0
+        start = self.bounce[0]
+        assigned = sorted(
+            (e["t"], m.index, e) for m in self.members for e in m.events if e["e"] == "assigned"
+        )
+        for t, index, event in assigned:
+            for topic, partition in event["partitions"]:
+                before = owner.get((topic, partition))
+                if t >= start and before is not None and before != index:
+                    moved += 1
+                owner[(topic, partition)] = index
+        return moved
+
+    @property
+    def longest_delay(self) -> float:
+        """The longest any record waited end to end (produced to processed) during the bounce."""
+        start, end = self.bounce
+        return max((b["delay"] for t, b in self.batches() if start <= t <= end), default=0.0)
 
     @property
     def median_restart(self) -> float:
@@ -204,6 +260,7 @@ async def run_mode(
         await _wait_for(settled, 60, f"{mode} group to settle")
         start_generation = max(_generations(members))
         print(f"  {mode}: {MEMBERS} members stable in generation {start_generation}; bouncing each in turn")
+        bounce_started = time.time()
         restart_times: list[float] = []
         revoked_from_others = 0
         for index in range(MEMBERS):
@@ -228,7 +285,15 @@ async def run_mode(
             ) - (revokes_before)
             print(f"    restart {index}: first record {restart_times[-1]:.2f}s after process start")
         rebalances = len({g for g in _generations(everyone) if g > start_generation})
-        return ModeResult(mode, rebalances, revoked_from_others, restart_times, start_generation, everyone)
+        return ModeResult(
+            mode,
+            rebalances,
+            revoked_from_others,
+            restart_times,
+            start_generation,
+            everyone,
+            (bounce_started, time.time()),
+        )
     finally:
         stop_producing.set()
         await producing
@@ -270,33 +335,84 @@ def run_demo(version: str | None = None) -> int:
         else "Static membership did NOT hold: see the rebalances above."
     )
     print(f"Dynamic membership for contrast: {dynamic.rebalances} rebalances for {MEMBERS} restarts.")
-    _analyze_event_logs(logs)
+    unowned = _analyze_event_logs(logs)
+    print()
+    print("\n".join(tradeoffs(results, unowned)))
     return 0 if ok else 1
 
 
-def _analyze_event_logs(logs: Path) -> None:
-    """End with the fleet analysis over the members' event logs; a missing PySpark is explained, not fatal."""
+def tradeoffs(results: list[ModeResult], unowned: dict[str, float] | None = None) -> list[str]:
+    """What each mode bought and what it paid, in one line each, so neither figure reads alone.
+
+    ``unowned`` is the analysis's unowned partition-seconds per mode: static's is the larger, because
+    a restarting member's partitions wait for it instead of moving; that wait is what static buys
+    the rest with, and the session timeout bounds it (a member gone longer is evicted).
+    """
+    timeout = SESSION_TIMEOUT_MS / 1000
+    lines = [f"What each mode bought and paid over the {MEMBERS} restarts:"]
+    for r in results:
+        waited = f"unowned {unowned[r.mode]:.1f} partition-s, " if unowned and r.mode in unowned else ""
+        moved = (
+            f"{r.moved} partitions moved, {r.revoked_from_others} revoked from members that did not "
+            f"restart, {r.processed_twice} records processed twice"
+        )
+        if r.mode == "static" and not r.rebalances:
+            paid = (
+                f"paid: each restarting member's {PARTITIONS_PER_MEMBER} partitions waited for it "
+                f"(median restart {r.median_restart:.1f}s; the {timeout:.0f}s session timeout bounds the "
+                f"wait), {waited}records delayed up to {r.longest_delay:.1f}s end to end"
+            )
+        elif r.mode == "static":
+            slow = sum(1 for took in r.restart_to_first_record if took > timeout)
+            paid = (
+                f"paid: each restarting member's {PARTITIONS_PER_MEMBER} partitions waited for it up to "
+                f"the {timeout:.0f}s session timeout; {slow} of {len(r.restart_to_first_record)} restarts "
+                f"took longer to their first record (median {r.median_restart:.1f}s: a loaded machine?) "
+                f"and the group rebalanced {r.rebalances} times (a member gone past the timeout is "
+                f"evicted), {waited}records delayed up to {r.longest_delay:.1f}s end to end"
+            )
+        else:
+            paid = (
+                f"paid: {r.rebalances} rebalances stopped every member while the partitions moved "
+                f"there and back, {waited}records delayed up to {r.longest_delay:.1f}s end to end"
+            )
+        lines.append(f"  {r.mode:<8} {moved}; {paid}")
+    return lines
+
+
+def _analyze_event_logs(logs: Path) -> dict[str, float] | None:
+    """End with the fleet analysis over the members' event logs; a missing PySpark is explained, not fatal.
+
+    Returns each mode's unowned partition-seconds as the analysis found them (None without one).
+    """
     from staticconsumer.analytics import INSTALL_HINT, pyspark_available
 
     print()
     print(f"Membership event logs of every member process: {logs}")
     if not pyspark_available():
         print(f"Skipping the Spark analysis of these logs: {INSTALL_HINT}")
-        return
+        return None
     from staticconsumer.analytics.run import analyze
     from staticconsumer.analytics.session import spark_session
 
     modes = [logs / "static", logs / "dynamic"]
     print(f"Analysing them with Spark (local[*]): staticconsumer analyze {' '.join(map(str, modes))}")
+    unowned: dict[str, float] | None = None
     try:
         spark = spark_session()
         try:
-            print(analyze(modes, logs / "analysis", spark=spark).text())
+            analysis = analyze(modes, logs / "analysis", spark=spark)
+            print(analysis.text())
             print("(A deploy window includes each group's first start, so its first generations count too.)")
+            unowned = {
+                group.removeprefix("demo-"): analysis.totals(group)["unowned_partition_seconds"]
+                for group in analysis.groups()
+            }
         finally:
             spark.stop()
     except Exception as error:  # the demo's verdict above stands; say why the analysis is missing
         print(f"The analysis failed ({type(error).__name__}: {error}); the logs are kept for a rerun.")
+    return unowned
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,6 +49,8 @@ class Progress:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.stages_done = 0
+        self.steps: dict[str, float] = {}
+        """Seconds each finished step took, by name (the benchmark splits the job's time with them)."""
 
     def say(self, text: str) -> None:
         if not self.quiet:
@@ -73,7 +75,9 @@ class Progress:
         self.say(f"{name} ...")
         yield
         self._poll()
-        self.say(f"{name}: done in {time.monotonic() - started:.1f}s")
+        took = time.monotonic() - started
+        self.steps[name] = self.steps.get(name, 0.0) + took
+        self.say(f"{name}: done in {took:.1f}s")
 
     def close(self) -> None:
         self._stop.set()

@@ -12,7 +12,9 @@ import math
 import os
 import re
 import socket
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
@@ -47,6 +49,35 @@ _MASTER = re.compile(
 def launched_by_spark_submit() -> bool:
     """spark-submit starts the JVM first and hands its port to the Python driver in this variable."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+WORKER_PYTHON = "spark.pyspark.python"
+"""Spark's setting for its Python workers' interpreter; PySpark itself only reads ``PYSPARK_PYTHON``."""
+
+
+def worker_python(config: Mapping[str, str], environ: Mapping[str, str]) -> str:
+    """The interpreter Spark's Python workers run: the user's (``--conf spark.pyspark.python`` first, as
+    spark-submit ranks them, then ``PYSPARK_PYTHON``), else the driver's own.
+
+    PySpark's default is whatever ``python3`` is on the PATH: from a venv made from another Python the
+    first Python task dies with PYTHON_VERSION_MISMATCH.
+    """
+    return config.get(WORKER_PYTHON) or environ.get("PYSPARK_PYTHON") or sys.executable
+
+
+@contextmanager
+def _pyspark_python(python: str) -> Iterator[None]:
+    """``PYSPARK_PYTHON`` set while the SparkContext starts (it reads the variable then, and passes the
+    path with every Python function, to local and cluster executors alike); the caller's value after."""
+    before = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = python
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYSPARK_PYTHON"]
+        else:
+            os.environ["PYSPARK_PYTHON"] = before
 
 
 def check_master(master: str, timeout: float = 5.0) -> None:
@@ -90,6 +121,8 @@ def spark_session(
     ``config`` (``--conf KEY=VALUE``) is applied last, so it overrides anything set here; ``packages``
     are Maven coordinates Spark resolves at start (``spark.jars.packages``), ``jars`` local jar files.
     Both only take effect when this call starts the JVM (under spark-submit, give them to spark-submit).
+    Python workers run on this interpreter unless the user named another (:func:`worker_python`); under
+    spark-submit its own rules choose.
     """
     builder = SparkSession.builder.appName(app_name)
     if master is None and not launched_by_spark_submit():
@@ -112,7 +145,11 @@ def spark_session(
         builder = builder.config("spark.jars", ",".join(jars))
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if launched_by_spark_submit():
+        spark = builder.getOrCreate()
+    else:
+        with _pyspark_python(worker_python(config or {}, os.environ)):
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
 

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from staticconsumer.analytics.jars import spark_home
 from staticconsumer.analytics.run import analyze
-from staticconsumer.demo import MEMBERS, Member, ModeResult, run_mode
+from staticconsumer.demo import MEMBERS, PARTITIONS_PER_MEMBER, Member, ModeResult, run_mode, tradeoffs
 from staticconsumer.testing import EmbeddedKafka
 
 pytestmark = pytest.mark.kafka
@@ -158,6 +158,45 @@ def test_job_tables_agree_with_a_real_rolling_bounce(
             assert totals["restarts"] == 0, "dynamic members have no identity that survives a restart"
             assert moved_in_bounce > 0
     print("; ".join(report))
+
+
+def test_the_demo_says_what_each_mode_bought_and_paid_beside_its_unowned_time(
+    bounces: Bounces, spark: SparkSession, tmp_path: Path
+) -> None:
+    """The closing lines put static's larger unowned time beside what it bought (nothing moved, nothing
+    revoked from members that kept running, nothing processed twice) and why (the wait for a restart)."""
+    logs, results = bounces.logs, bounces.results
+    analysis = analyze([logs], spark=spark, report=False)
+    unowned = {
+        r.mode: analysis.totals(next(g for g in analysis.groups() if g.startswith(f"analytics-{r.mode}-")))[
+            "unowned_partition_seconds"
+        ]
+        for r in results
+    }
+    static, dynamic = results
+    lines = tradeoffs(results, unowned)
+    print("\n".join(lines))
+    assert lines[0] == f"What each mode bought and paid over the {MEMBERS} restarts:"
+    static_line, dynamic_line = lines[1:]
+    assert (static.moved, static.revoked_from_others, static.processed_twice) == (0, 0, 0)
+    assert static_line.startswith(
+        "  static   0 partitions moved, 0 revoked from members that did not restart, "
+        "0 records processed twice; paid: each restarting member's "
+        f"{PARTITIONS_PER_MEMBER} partitions waited for it"
+    ), static_line
+    assert "the 10s session timeout bounds the wait" in static_line
+    assert f"unowned {unowned['static']:.1f} partition-s" in static_line
+    assert f"records delayed up to {static.longest_delay:.1f}s end to end" in static_line
+    # Records produced while a member restarts wait for it: about its start to first record, or more.
+    assert static.longest_delay >= 0.5 * min(static.restart_to_first_record), static.restart_to_first_record
+    assert dynamic.moved > 0
+    assert dynamic.revoked_from_others > 0
+    assert dynamic_line.startswith(
+        f"  dynamic  {dynamic.moved} partitions moved, {dynamic.revoked_from_others} revoked from members "
+        f"that did not restart, {dynamic.processed_twice} records processed twice; "
+        f"paid: {dynamic.rebalances} rebalances"
+    ), dynamic_line
+    assert f"unowned {unowned['dynamic']:.1f} partition-s" in dynamic_line
 
 
 # -- the same logs on a real Spark standalone cluster ------------------------------------------------

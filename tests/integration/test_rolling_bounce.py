@@ -15,6 +15,9 @@ async def test_rolling_bounce_static_never_rebalances_dynamic_does(kafka_broker:
     assert static.rebalances == 0
     assert static.revoked_from_others == 0
     assert len(static.restart_to_first_record) == MEMBERS
+    assert static.moved == 0, "every restarted member got its own partitions back"
+    assert static.processed_twice == 0, "a static member commits on stop; its successor resumes there"
     dynamic = await run_mode(kafka_broker, static=False)
     assert dynamic.rebalances >= MEMBERS, "each dynamic restart rebalances at least once"
     assert dynamic.revoked_from_others > 0
+    assert dynamic.moved > 0

@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from benchmarks.analytics_fleet import replot, straight_line
+from benchmarks.analytics_fleet import Report, replot, scaling_plot, straight_line
+from benchmarks.run import _analytics_fleet
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
@@ -31,3 +33,37 @@ def test_replot_draws_every_size_from_the_json_beside_the_full_run(tmp_path: Pat
     assert plot == tmp_path / "analytics_fleet_scaling.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert plot.stat().st_size > 10_000
+
+
+def _with_floor(scale: float, job_s: float, floor_s: float) -> Report:
+    """The committed scale 0.1 result as if it had measured a floor (a labelled, loaded run)."""
+    report = msgspec.json.decode((RESULTS / "analytics_fleet_scale0.1.json").read_bytes(), type=Report)
+    timings = msgspec.structs.replace(
+        report.timings, job_s=job_s, floor_s=floor_s, plan_s=3.0, tables_s=20.0, report_s=5.0
+    )
+    size = msgspec.structs.replace(report.size, scale=scale)
+    return msgspec.structs.replace(
+        report, timings=timings, size=size, label="loaded machine", floor_rows=1_234_567
+    )
+
+
+def test_the_page_gives_job_over_floor_with_the_fixed_costs_and_issue_30s_target() -> None:
+    met = "\n".join(_analytics_fleet(_with_floor(0.1, 30.0, 6.0), set()))
+    assert "## Fleet analytics (scale 0.1, loaded machine)" in met
+    assert "1,234,567 rows): 6 s; **job / floor 5.0**. Target: job within 6x its floor: **met**." in met
+    assert "planning 3 s, report 5 s; the tables (computed and written, every write) 20 s" in met
+    missed = "\n".join(_analytics_fleet(_with_floor(1.0, 50.0, 10.0), set()))
+    assert "**job / floor 5.0**. Target: job within 4x its floor: **not met**." in missed
+    before = msgspec.json.decode((RESULTS / "analytics_fleet_scale0.3.json").read_bytes(), type=Report)
+    assert "floor" not in "\n".join(_analytics_fleet(before, set())), "runs before the floor say nothing"
+
+
+def test_the_plot_draws_a_labelled_run_with_its_floor_beside_the_reference_runs(tmp_path: Path) -> None:
+    reference = [
+        msgspec.json.decode((RESULTS / name).read_bytes(), type=Report)
+        for name in ("analytics_fleet_scale0.1.json", "analytics_fleet.json")
+    ]
+    loaded = _with_floor(0.1, 300.0, 20.0)
+    assert loaded.timings.job_over_floor == pytest.approx(15.0)
+    plot = scaling_plot([*reference, loaded], tmp_path / "plot.png")
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

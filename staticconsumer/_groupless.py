@@ -24,7 +24,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 from staticconsumer import _aiokafka, _inputs
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
 from staticconsumer.connection.reconnect import ReconnectBackoff
-from staticconsumer.consumer import FETCHER_OPTIONS, StaticConsumer, _fetcher_options, _settings_fields
+from staticconsumer.consumer import StaticConsumer, _fetcher_options, _settings_from
 from staticconsumer.errors import ConfigurationError, ConsumerStoppedError, IllegalStateError
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, TopicPartition
@@ -68,12 +68,9 @@ class GrouplessConsumer(StaticConsumer):
                     f"{name} watches a consumer group, and this consumer has none (group_id=None); "
                     f"leave {name} out, or give the consumer a group_id"
                 )
-        fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
         if settings is None:
             options.setdefault("group_id", None)  # left out: aiokafka's default, no group
-        elif options:
-            settings = Settings.from_keywords(**{**_settings_fields(settings), **options})
-        self.settings = settings or Settings.from_keywords(**options)
+        self.settings, fetcher_options = _settings_from(settings, options)
         if not self.settings.groupless:
             raise ConfigurationError(
                 "GrouplessConsumer is StaticConsumer(group_id=None); these settings have a group_id"

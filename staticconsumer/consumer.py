@@ -109,11 +109,7 @@ class StaticConsumer:
         api_version_caps: Mapping[str, int] | None = None,
         **options: Any,
     ) -> None:
-        options = translate_assignment_strategy(options)  # aiokafka's keyword, as assignors= names
-        fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
-        if settings is not None and options:
-            settings = Settings.from_keywords(**{**_settings_fields(settings), **options})
-        self.settings = settings or Settings.from_keywords(**options)
+        self.settings, fetcher_options = _settings_from(settings, options)
         if not self.settings.group_id:
             raise ConfigurationError("group_id is required: StaticConsumer always joins a consumer group")
         if topics and pattern:
@@ -949,6 +945,16 @@ def _fetcher_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 _ALL: Partitions = frozenset()
 """No partitions named: any owned partition."""
+
+
+def _settings_from(settings: Settings | None, options: Mapping[str, Any]) -> tuple[Settings, dict[str, Any]]:
+    """The settings a constructor's keywords make (over ``settings``, when given), and the fetcher's own
+    options taken out of them; aiokafka's ``partition_assignment_strategy`` becomes ``assignors`` names."""
+    options = translate_assignment_strategy(options)
+    fetcher_options = {name: options.pop(name) for name in FETCHER_OPTIONS if name in options}
+    if settings is not None and options:
+        settings = Settings.from_keywords(**{**_settings_fields(settings), **options})
+    return settings or Settings.from_keywords(**options), fetcher_options
 
 
 def _settings_fields(settings: Settings) -> dict[str, Any]:

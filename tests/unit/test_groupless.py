@@ -168,3 +168,20 @@ async def test_a_failed_start_can_be_retried() -> None:
             await consumer.start()
         assert consumer.connection_state is ConnectionState.DISCONNECTED
     await consumer.stop()
+
+
+def test_aiokafka_keywords_are_taken_as_by_a_group_consumer() -> None:
+    """A one-import port passes what it passed to aiokafka, group or not: the assignor classes and the
+    fetcher's own options are read the same way (the group-less consumer has no assignment to make)."""
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    consumer = StaticConsumer(
+        "orders",
+        bootstrap_servers=SERVERS,
+        partition_assignment_strategy=(RoundRobinPartitionAssignor,),
+        value_deserializer=bytes.decode,
+    )
+    assert type(consumer) is GrouplessConsumer
+    assert consumer.settings.assignors == ("roundrobin",)
+    with pytest.raises(SettingsError, match="partition_assignment_strategy"):
+        StaticConsumer("orders", bootstrap_servers=SERVERS, partition_assignment_strategy=(object,))

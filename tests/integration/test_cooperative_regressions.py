@@ -104,12 +104,16 @@ async def test_kafka_14016_and_14639_sync_rebalance_in_progress_revokes_only_wha
 
         SlowCooperativeSticky.delay = 3.0
         started_at = time.monotonic()
-        members.append(await member("c").start())
-        sampler.members = {m.instance: m for m in members}
+        c, d = member("c"), member("d")
+        members += [c, d]
+        sampler.members = {m.instance: m for m in members}  # sampled from the start (nothing owned yet)
+        # start() returns once the member's first assignment is in (as aiokafka's), so both start as
+        # tasks: "d" must join while the rebalance "c" caused is still being computed.
+        c_started = asyncio.ensure_future(c.start())
         await asyncio.to_thread(SlowCooperativeSticky.computing.wait, 60)
         await asyncio.sleep(0.5)  # "b" and "c" have sent their SyncGroup and wait for the leader's
-        members.append(await member("d").start())  # a join while the group completes its rebalance
-        sampler.members = {m.instance: m for m in members}
+        d_started = asyncio.ensure_future(d.start())  # a join while the group completes its rebalance
+        await asyncio.wait_for(asyncio.gather(c_started, d_started), 90)
         after = await until_settled(members, expected, within=90)
         await sampler.stop()
 

@@ -298,6 +298,24 @@ class _LogSteps(logging.Handler):
         self.steps.once(step)
 
 
+def _hook_steps(steps: Steps, table: dict[str, tuple[int, dict[str, str]]]) -> Callable[[], None]:
+    """Report a client's steps from its own loggers (``table``: logger name -> level, messages); returns
+    what silences those loggers once the first record is in (a fetcher logs every fetch at DEBUG)."""
+    hooked = []
+    for name, (level, messages) in table.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.propagate = False
+        logger.addHandler(_LogSteps(steps, messages))
+        hooked.append(logger)
+
+    def quiet() -> None:
+        for logger in hooked:
+            logger.setLevel(logging.CRITICAL)
+
+    return quiet
+
+
 AIOKAFKA_STEPS = {
     "aiokafka.consumer.group_coordinator": (
         logging.INFO,
@@ -325,13 +343,7 @@ async def run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> Non
     if args.trace:
         trace_wire()
     steps = Steps()
-    hooked = []
-    for name, (level, messages) in AIOKAFKA_STEPS.items():
-        logger = logging.getLogger(name)
-        logger.setLevel(level)
-        logger.propagate = False
-        logger.addHandler(_LogSteps(steps, messages))
-        hooked.append(logger)
+    quiet = _hook_steps(steps, AIOKAFKA_STEPS)
 
     consumer = AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap,
@@ -355,11 +367,6 @@ async def run_aiokafka(args: argparse.Namespace, stopping: asyncio.Event) -> Non
 
         async def on_partitions_assigned(self, assigned: Any) -> None:
             _say_assigned(assigned, generation())
-
-    def quiet() -> None:
-        # The fetcher logs every fetch at DEBUG: once the first record is in, stop paying for it.
-        for logger in hooked:
-            logger.setLevel(logging.CRITICAL)
 
     consumer.subscribe([args.topic], listener=Reporter())
     say("starting")
@@ -401,13 +408,7 @@ def run_kafka_python(args: argparse.Namespace) -> None:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     steps = Steps()
-    hooked = []
-    for name, (level, messages) in KAFKA_PYTHON_STEPS.items():
-        logger = logging.getLogger(name)
-        logger.setLevel(level)
-        logger.propagate = False
-        logger.addHandler(_LogSteps(steps, messages))
-        hooked.append(logger)
+    quiet = _hook_steps(steps, KAFKA_PYTHON_STEPS)
     logging.getLogger("kafka.coordinator.heartbeat").setLevel(logging.CRITICAL)  # else under the hook
 
     consumer = KafkaConsumer(
@@ -433,10 +434,6 @@ def run_kafka_python(args: argparse.Namespace) -> None:
 
         def on_partitions_lost(self, lost: Any) -> None:
             say("lost", partitions=_names(lost), n=len(lost))
-
-    def quiet() -> None:
-        for logger in hooked:
-            logger.setLevel(logging.CRITICAL)
 
     consumer.subscribe([args.topic], listener=Reporter())
     say("starting")

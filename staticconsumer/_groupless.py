@@ -141,6 +141,8 @@ class GrouplessConsumer(StaticConsumer):
         self._stopping = True
         task, monitor = self._monitor_task, self._monitor
         self._monitor_task, self._monitor = None, None
+        if monitor is not None:  # a broker back since the monitor's last tick is reported as back
+            monitor.check_recovery()
         if task is not None:
             task.cancel()
             with contextlib.suppress(BaseException):

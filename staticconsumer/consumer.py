@@ -347,6 +347,8 @@ class StaticConsumer:
 
     async def _shut_down(self, leave_group: bool) -> None:
         membership = self._membership  # kept while stopping: the revoke callback may still commit
+        if self._monitor is not None:  # a broker back since the monitor's last tick is reported as back
+            self._monitor.check_recovery()
         try:
             if membership is not None and membership.started:
                 await membership.stop(leave_group, self.settings.request_timeout_ms / 1000)

@@ -11,6 +11,13 @@ group. Everything that crosses the boundary crosses here, and nothing that cross
   order (``call_soon_threadsafe`` / ``run_coroutine_threadsafe``), and the membership side awaits the
   callbacks' results without holding anything up in the meantime (heartbeats go on);
 * the member's identity and fatal error are published as an immutable MemberSnapshot.
+
+The rule for state both threads see: a value that crosses is immutable (a msgspec Struct with
+``frozen=True``, a frozenset, a tuple) and is published by one reference assignment, so a reader gets the old
+value or the new one, never half of each; or it is owned by one thread and the other only posts events to
+it. The Subscription follows the first half (its whole state is one frozen value, swapped whole); the
+machine, the clients and the topic watch the second (membership thread only). The one exception, the cache
+of explained errors, is written by both threads and guarded by a lock.
 """
 
 from __future__ import annotations
@@ -218,6 +225,10 @@ class _OnApplicationLoop:
         self._later(self._owner.membership_changed, snapshot)
 
 
+EXPLAINED_KEPT = 16
+"""Explained errors remembered: a fatal error is explained once per surfacing, a commit's at most per call."""
+
+
 class MembershipThread:
     """One consumer's group membership, on a thread of its own. Used from the application's loop."""
 
@@ -278,6 +289,9 @@ class MembershipThread:
         self._stop_early: asyncio.Event | None = None
         self._topic_watch: TopicWatch | None = None
         self._explained: dict[int, tuple[Exception, Exception]] = {}
+        """Errors already explained, so one error raises one exception wherever it surfaces; both threads
+        explain errors, so it is read and written under ``_explained_lock`` and keeps the last few only."""
+        self._explained_lock = threading.Lock()
         self.bootstrapped_from: str | None = None
         """The bootstrap server that answered first (``host:port``), once started."""
         self._thread = threading.Thread(
@@ -428,7 +442,8 @@ class MembershipThread:
         timeout with the setting and the brokers' bounds (the same object for the same error, so every
         later call raises one exception). ``topics``: those the failed request named (a commit's), else
         the subscription's."""
-        known = self._explained.get(id(error))
+        with self._explained_lock:
+            known = self._explained.get(id(error))
         if known is not None and known[0] is error:
             return known[1]
         named = self._subscription.topics if topics is None else topics
@@ -438,7 +453,13 @@ class MembershipThread:
             group = self._settings.group_id
             explained = connection.explain_authorization(error, self._settings, group, named)
         if explained is not error:
-            self._explained[id(error)] = (error, explained)
+            with self._explained_lock:
+                known = self._explained.setdefault(id(error), (error, explained))
+                if known[0] is not error:  # an id reused by a newer error after the old one died
+                    self._explained[id(error)] = known = (error, explained)
+                while len(self._explained) > EXPLAINED_KEPT:
+                    del self._explained[next(iter(self._explained))]
+            return known[1]
         return explained
 
     def _report_topics(self, change: connection.TopicsChange) -> None:
@@ -534,7 +555,7 @@ class MembershipThread:
                     subscription=self._subscription,
                     report=self._report_topics,
                 )
-                named = self._subscription.names if self._subscription.pattern is None else frozenset()
+                named = self._subscription.named
                 access = await connection.check_access(
                     client, settings, topics=sorted(named), group_id=settings.group_id
                 )

@@ -50,7 +50,7 @@ class TopicWatch:
         self._wake: asyncio.Event | None = None
 
     def _named(self) -> frozenset[str]:
-        return self._subscription.names if self._subscription.pattern is None else frozenset()
+        return self._subscription.named
 
     def started(self, missing: Collection[str]) -> None:
         """The access check at start found ``missing``; raises MissingTopicsError when told to fail."""

@@ -287,6 +287,13 @@ class MembershipThread:
         """The machine runs (it waits for a first subscription when started without one)."""
         self._subscribed: asyncio.Event | None = None
         self._stop_early: asyncio.Event | None = None
+        self._set_up = False
+        """Bootstrap and access checks done (membership thread writes, once): before that, nothing has
+        joined, so nothing needs a graceful stop."""
+        self._ending = False
+        """The thread's run is closing what it was given (membership thread writes): let it finish."""
+        self._cancelled = False
+        """stop() cancelled the thread's run (read by the thread at its start and its end)."""
         self._topic_watch: TopicWatch | None = None
         self._explained: dict[int, tuple[Exception, Exception]] = {}
         """Errors already explained, so one error raises one exception wherever it surfaces; both threads
@@ -490,22 +497,30 @@ class MembershipThread:
         Gives up on a graceful stop after ``grace_seconds`` and cancels the membership; returns the
         fatal error that ended it earlier, if any.
         """
-        if self._membership is not None and not self._done.done():
+        if not self._set_up:  # still bootstrapping (start() cancelled or failed): nothing joined yet
+            if not self._ending:
+                self._cancel_run()
+        elif self._membership is not None and not self._done.done():
             with contextlib.suppress(ConsumerStoppedError):
                 self._call(self._begin_stop, leave_group)
         try:
             return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._done)), grace_seconds)
         except TimeoutError:
             log.warning("membership did not stop within request.timeout.ms; abandoning it")
-            loop, task = self._loop, self._task
-            if loop is not None and task is not None and not loop.is_closed():
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(task.cancel)
+            self._cancel_run()
             with contextlib.suppress(TimeoutError):
                 return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._done)), grace_seconds)
             return None
         finally:
             await asyncio.to_thread(self._thread.join, grace_seconds)
+
+    def _cancel_run(self) -> None:
+        """Cancel the thread's run, now if its loop runs, else as soon as it starts."""
+        self._cancelled = True
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(task.cancel)
 
     # -- the membership thread ----------------------------------------------------------------------
 
@@ -514,7 +529,8 @@ class MembershipThread:
         try:
             asyncio.run(self._run())
         except BaseException as failure:  # the thread must always report its end
-            log.exception("the membership thread of group %s failed", self._settings.group_id)
+            if not (self._cancelled and isinstance(failure, asyncio.CancelledError)):
+                log.exception("the membership thread of group %s failed", self._settings.group_id)
             error = failure if isinstance(failure, Exception) else None
             _fail(self._ready, failure)
             _fail(self._answered, failure)
@@ -529,6 +545,8 @@ class MembershipThread:
     async def _run(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
+        if self._cancelled:  # stop() came before this loop existed
+            raise asyncio.CancelledError
         self._subscribed = asyncio.Event()
         self._stop_early = asyncio.Event()
         settings = self._settings
@@ -598,6 +616,7 @@ class MembershipThread:
                     self._rebalance_protocol.value,
                     ", ".join(a.name for a in self._assignors),
                 )
+            self._set_up = True
             _resolve(self._ready, None)
             tasks.append(asyncio.ensure_future(self._watch_application()))
             if self._subscription.is_empty and not await self._first_subscription():
@@ -609,6 +628,7 @@ class MembershipThread:
             finally:
                 self._running = False
         finally:
+            self._ending = True
             for task in tasks:
                 task.cancel()
             for close in self._closers:

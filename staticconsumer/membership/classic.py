@@ -28,7 +28,7 @@ from . import actions as act
 from . import events as ev
 from . import rules
 from .config import MembershipConfig
-from .core import LIFE_STATE, Answer, MachineCore
+from .core import Answer, MachineCore
 from .core import Life as _Life
 from .inflight import Request, RequestKind
 from .observe import HeartbeatFailed, Joined, JoinStarted, Leaving
@@ -71,12 +71,10 @@ class ClassicMachine(MachineCore):
     ) -> None:
         super().__init__(config)
         self._rebalance_protocol = rebalance_protocol
-        self._phase = MemberState.UNJOINED
         self._protocols: tuple[GroupProtocol, ...] = ()
 
         # identity in the group
         self._generation = NO_GENERATION
-        self._protocol_name: str | None = None
         self._last_joined_member_id = NO_MEMBER_ID
 
         self._pending_assignment: tuple[frozenset[TopicPartition], int] | None = None
@@ -98,8 +96,6 @@ class ClassicMachine(MachineCore):
         self._last_heartbeat_ok_at = 0.0
 
         # leadership
-        self._is_leader = False
-        self._leadership_guessed = False
         self._group_members: tuple[JoinGroupMember, ...] = ()
         self._group_topics: frozenset[str] = frozenset()
 
@@ -110,32 +106,9 @@ class ClassicMachine(MachineCore):
         return self._rebalance_protocol
 
     @property
-    def state(self) -> MemberState:
-        """Lifecycle state when not running, else the group phase (Java's MemberState)."""
-        return self._phase if self._life is _Life.RUNNING else LIFE_STATE[self._life]
-
-    @property
-    def generation(self) -> int:
-        return self._generation
-
-    @property
     def group_protocol(self) -> str:
         """Its group.protocol, as ConsumerGroupMachine's: the runtime asks this, not the type."""
         return "classic"
-
-    @property
-    def protocol_name(self) -> str | None:
-        return self._protocol_name
-
-    @property
-    def is_leader(self) -> bool:
-        """True when the coordinator told us we lead the current generation."""
-        return self._is_leader
-
-    @property
-    def leadership_guessed(self) -> bool:
-        """True when a below-v9 broker named a leader id minted for our instance id (LeadershipGuessed)."""
-        return self._leadership_guessed
 
     @property
     def group_members(self) -> tuple[JoinGroupMember, ...]:
@@ -148,35 +121,23 @@ class ClassicMachine(MachineCore):
         return self._group_topics
 
     @property
-    def assignment(self) -> frozenset[TopicPartition]:
-        """Partitions this member owns now. Eager: empty while rebalancing or unjoined; cooperative: a
-        member keeps owning (and fetching) what it holds while the group rebalances."""
-        return self._ownership.owned
-
-    @property
     def rejoin_needed(self) -> bool:
         return self._rejoin_needed
 
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} group={self._config.group_id!r} "
-            f"instance={self._config.group_instance_id!r} state={self.state.name} "
-            f"generation={self._generation} member_id={self._member_id!r} leader={self._is_leader}>"
-        )
+    def _repr_identity(self) -> str:
+        return f"generation={self._generation} member_id={self._member_id!r} leader={self._is_leader}"
 
-    def next_deadline(self) -> float | None:
-        """The earliest future time at which a Tick may change something, or None."""
+    def _deadlines(self) -> list[float]:
         candidates: list[float] = []
-        if self._life is _Life.RUNNING:
-            if self._phase in _JOINED:
-                candidates.append(self._poll_deadline())
-                if self._coordinator.known:
-                    candidates.append(self._session_deadline())
-                    if not self._requests.has(RequestKind.HEARTBEAT):
-                        candidates.append(self._next_heartbeat_at)
-            if self._join_retry_at is not None:
-                candidates.append(self._join_retry_at)
-        return self._earliest(candidates)
+        if self._phase in _JOINED:
+            candidates.append(self._poll_deadline())
+            if self._coordinator.known:
+                candidates.append(self._session_deadline())
+                if not self._requests.has(RequestKind.HEARTBEAT):
+                    candidates.append(self._next_heartbeat_at)
+        if self._join_retry_at is not None:
+            candidates.append(self._join_retry_at)
+        return candidates
 
     # ------------------------------------------------------------------ entry point
 

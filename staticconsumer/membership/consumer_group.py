@@ -49,7 +49,7 @@ from . import events as ev
 from . import rules
 from .commits import PendingCommit
 from .config import MembershipConfig
-from .core import LIFE_STATE, Answer, MachineCore
+from .core import Answer, MachineCore
 from .core import Life as _Life
 from .inflight import Request, RequestKind
 from .observe import HeartbeatFailed, Joined, JoinStarted, Leaving
@@ -117,6 +117,8 @@ class ConsumerGroupMachine(MachineCore):
     classic machine: ``handle(event)`` returns the actions in order; Tick at ``next_deadline()``.
     """
 
+    _SHOWS_LEAVING = True
+
     def __init__(
         self,
         config: MembershipConfig,
@@ -129,7 +131,7 @@ class ConsumerGroupMachine(MachineCore):
             )
         super().__init__(config)
         self._evidence = evidence or InstanceEvidence()
-        self._phase = MemberState.UNJOINED
+        self._protocol_name = config.server_assignor
 
         self._member_id = member_id
         self._epoch = JOIN_EPOCH
@@ -187,42 +189,8 @@ class ConsumerGroupMachine(MachineCore):
         return RebalanceProtocol.COOPERATIVE
 
     @property
-    def state(self) -> MemberState:
-        if self._life is _Life.RUNNING:
-            return self._phase
-        if self._life is _Life.STOPPING:
-            leaving = self._stop_leave_request_id is not None and self._requests.contains(
-                self._stop_leave_request_id
-            )
-            return MemberState.LEAVING if leaving else MemberState.STOPPING
-        return LIFE_STATE[self._life]
-
-    @property
     def member_epoch(self) -> int:
         return self._epoch
-
-    @property
-    def generation(self) -> int:
-        """The member epoch (what the classic protocol's generation is to commits and observers)."""
-        return self._epoch
-
-    @property
-    def protocol_name(self) -> str | None:
-        """The server-side assignor asked for (None: the brokers' default)."""
-        return self._config.server_assignor
-
-    @property
-    def is_leader(self) -> bool:
-        return False
-
-    @property
-    def leadership_guessed(self) -> bool:
-        return False
-
-    @property
-    def assignment(self) -> frozenset[TopicPartition]:
-        """Partitions this member owns now (kept while the group reconciles)."""
-        return self._ownership.owned
 
     @property
     def target_unresolved(self) -> frozenset[UUID]:
@@ -231,32 +199,23 @@ class ConsumerGroupMachine(MachineCore):
             return frozenset()
         return frozenset(t for t in self._target if t not in self._names)
 
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} group={self._config.group_id!r} "
-            f"instance={self._config.group_instance_id!r} state={self.state.name} "
-            f"epoch={self._epoch} member_id={self._member_id!r}>"
-        )
-
-    def next_deadline(self) -> float | None:
-        candidates: list[float] = []
-        if self._life is _Life.RUNNING:
-            if self._phase in _HEARTBEAT_PHASES and self._coordinator.known and not self._heartbeat_busy():
-                candidates.append(self._heartbeat_due())
-            if self._phase in _IN_GROUP:
-                candidates.append(self._poll_deadline())
-            if self._resolve_retry_at is not None and self.target_unresolved:
-                candidates.append(self._resolve_retry_at)
-        return self._earliest(candidates)
-
     # ------------------------------------------------------------------ entry point
+
+    def _deadlines(self) -> list[float]:
+        candidates: list[float] = []
+        if self._phase in _HEARTBEAT_PHASES and self._coordinator.known and not self._heartbeat_busy():
+            candidates.append(self._heartbeat_due())
+        if self._phase in _IN_GROUP:
+            candidates.append(self._poll_deadline())
+        if self._resolve_retry_at is not None and self.target_unresolved:
+            candidates.append(self._resolve_retry_at)
+        return candidates
+
+    def _repr_identity(self) -> str:
+        return f"epoch={self._epoch} member_id={self._member_id!r}"
 
     def _dispatch_protocol(self, event: ev.Event) -> None:
         match event:
-            case ev.ConsumerGroupHeartbeatResponse():
-                self._on_heartbeat_response(event)
-            case ev.TopicIdsResolved():
-                self._on_resolved(event)
             case ev.RequestRejoin():
                 log.info(
                     "group %s: %s; the consumer protocol's broker reconciles on its own",
@@ -266,6 +225,10 @@ class ConsumerGroupMachine(MachineCore):
             case ev.UpdateProtocols():
                 self._set_subscription(event.topics, event.pattern)
                 self._urgent = True
+            case ev.ConsumerGroupHeartbeatResponse():
+                self._on_heartbeat_response(event)
+            case ev.TopicIdsResolved():
+                self._on_resolved(event)
             case _:
                 raise TypeError(f"unknown membership event for the consumer protocol: {event!r}")
 

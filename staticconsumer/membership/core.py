@@ -95,6 +95,9 @@ class Answer(msgspec.Struct, frozen=True):
 class MachineCore:
     """The protocol-independent half of a membership machine (see the module docstring)."""
 
+    _SHOWS_LEAVING = False
+    """Whether ``state`` says LEAVING while the stop's leave is out (Java's consumer protocol does)."""
+
     def __init__(self, config: MembershipConfig) -> None:
         self._config = config
         self._backoff = Backoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
@@ -103,8 +106,13 @@ class MachineCore:
         self._milestones: list[Milestone] = []
         self._last_milestones: tuple[Milestone, ...] = ()
         self._life = Life.NOT_STARTED
+        self._phase = MemberState.UNJOINED
+        """Where the member is in the group while it runs (Java's MemberState)."""
         self._fatal_error: Exception | None = None
         self._member_id = NO_MEMBER_ID
+        self._protocol_name: str | None = None
+        self._is_leader = False
+        self._leadership_guessed = False
         self._coordinator = CoordinatorLookup(self._backoff)
         self._requests = InFlight()
         self._commits = CommitBook()
@@ -201,6 +209,14 @@ class MachineCore:
         """Why the commit after a revoke callback cannot succeed now (for the log), or None."""
         raise NotImplementedError
 
+    def _deadlines(self) -> list[float]:
+        """The running member's own timers (heartbeat, poll, retries); past ones are ignored."""
+        raise NotImplementedError
+
+    def _repr_identity(self) -> str:
+        """What ``repr`` shows of the member's place in the group."""
+        raise NotImplementedError
+
     def _generation_now(self) -> int:
         """The generation (classic) or member epoch (consumer protocol) this member is at: every request
         token and every commit carries it."""
@@ -222,8 +238,46 @@ class MachineCore:
         return self._backoff
 
     @property
+    def state(self) -> MemberState:
+        """The group phase while running (Java's MemberState), else where the member is in its life."""
+        if self._life is Life.RUNNING:
+            return self._phase
+        if self._life is Life.STOPPING and self._SHOWS_LEAVING and self._leave_in_flight():
+            return MemberState.LEAVING
+        return LIFE_STATE[self._life]
+
+    @property
+    def generation(self) -> int:
+        """The generation (classic) or member epoch (consumer protocol): what commits and observers see."""
+        return self._generation_now()
+
+    @property
     def member_id(self) -> str:
         return self._member_id
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        """Partitions this member owns now. Eager: empty while rebalancing or unjoined; cooperative and
+        the consumer protocol: a member keeps owning (and fetching) what it holds while the group
+        rebalances."""
+        return self._ownership.owned
+
+    @property
+    def protocol_name(self) -> str | None:
+        """The assignor the group uses: the one JoinGroup chose (classic), or the server-side assignor
+        asked for (consumer protocol; None: the brokers' default)."""
+        return self._protocol_name
+
+    @property
+    def is_leader(self) -> bool:
+        """True when the coordinator told us we lead the current generation (never, with a broker that
+        assigns)."""
+        return self._is_leader
+
+    @property
+    def leadership_guessed(self) -> bool:
+        """True when a below-v9 broker named a leader id minted for our instance id (LeadershipGuessed)."""
+        return self._leadership_guessed
 
     @property
     def coordinator_known(self) -> bool:
@@ -242,6 +296,16 @@ class MachineCore:
     def milestones(self) -> tuple[Milestone, ...]:
         """The protocol-neutral facts of the last ``handle`` call (for observers)."""
         return self._last_milestones
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} group={self._config.group_id!r} "
+            f"instance={self._config.group_instance_id!r} state={self.state.name} {self._repr_identity()}>"
+        )
+
+    def next_deadline(self) -> float | None:
+        """The earliest future time at which a Tick may change something, or None."""
+        return self._earliest(self._deadlines() if self._life is Life.RUNNING else [])
 
     # -- the step ------------------------------------------------------------------------------------
 
@@ -358,10 +422,15 @@ class MachineCore:
                 return
             self._stop_leave_decided = True
             self._stop_leave_request_id = self._leave_on_stop()
-        if self._stop_leave_request_id is not None and self._requests.contains(self._stop_leave_request_id):
+        if self._leave_in_flight():
             return
         self._life = Life.STOPPED
         self._emit(act.Stopped(error=None))
+
+    def _leave_in_flight(self) -> bool:
+        """The stop's leave is out and not answered yet."""
+        leave = self._stop_leave_request_id
+        return leave is not None and self._requests.contains(leave)
 
     def _lose_everything(self, reason: ReleaseReason) -> bool:
         """Report every held partition lost (never committed); True while its callback runs."""

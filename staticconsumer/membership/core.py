@@ -78,7 +78,7 @@ _LEAVES = (RequestKind.LEAVE, RequestKind.CONSUMER_LEAVE)
 
 
 class Answer(msgspec.Struct, frozen=True):
-    """A broker's error answer, as the rule tables' steps need it."""
+    """A broker's answer to a request the rule tables cover, as their steps need it."""
 
     api: str
     code: int
@@ -89,7 +89,7 @@ class Answer(msgspec.Struct, frozen=True):
     minted_member_id: str = NO_MEMBER_ID
     """The member id a JoinGroup answer carries (KIP-394)."""
     joining: bool = False
-    """The request was the member's join."""
+    """The request was the member's join (a JoinGroup, or a heartbeat at epoch 0)."""
 
 
 class MachineCore:

@@ -832,7 +832,7 @@ class ClassicMachine(MachineCore):
         elif kind is RequestKind.LEAVE:
             log.warning("group %s: LeaveGroup failed: %s", self._config.group_id, event.kind.value)
 
-    # ------------------------------------------------------------------ fatal paths
+    # ------------------------------------------------------------------ the end (after MachineCore._fail)
 
     def _ended(self) -> None:
         self._awaiting_assignor = None

@@ -971,7 +971,7 @@ class ConsumerGroupMachine(MachineCore):
             self._resolve_attempts += 1
             self._resolve_retry_at = self._now + self._backoff.seconds(self._resolve_attempts)
 
-    # ------------------------------------------------------------------ fatal paths
+    # ------------------------------------------------------------------ the end (after MachineCore._fail)
 
     def _ended(self) -> None:
         self._parked.clear()

@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 
 from staticconsumer.errors import (
     CommitFailedError,
     DecodeError,
-    EncodeError,
     ErrorCode,
     InconsistentGroupProtocolError,
-    NetworkExceptionError,
-    OffsetRegressionError,
     RebalanceInProgressError,
-    RequestTimedOutError,
-    StaticConsumerError,
     StaticMembershipUnsupportedError,
     UnsupportedVersionError,
     broker_error,
@@ -33,22 +27,19 @@ from staticconsumer.protocol._base import truncate_reason
 from . import actions as act
 from . import events as ev
 from . import rules
-from .commits import verdict_error
 from .config import MembershipConfig
+from .core import Answer, MachineCore
 from .core import Life as _Life
-from .core import MachineCore
-from .inflight import RequestKind
+from .inflight import Request, RequestKind
 from .observe import HeartbeatFailed, Joined, JoinStarted, Leaving
 from .reconcile import RebalanceProtocol, diff, release_before_join
 from .rules import Step, code_name
 from .types import (
     NO_GENERATION,
     NO_MEMBER_ID,
-    FailureKind,
     GroupProtocol,
     JoinGroupMember,
     MemberState,
-    OffsetAndMetadata,
     ReleaseReason,
     RequestToken,
     TopicPartition,
@@ -63,14 +54,6 @@ _MINTED_SUFFIX = re.compile(
 )
 
 
-_TERMINAL = frozenset({_Life.STOPPED, _Life.FENCED, _Life.FAILED})
-_LIFE_STATE = {
-    _Life.NOT_STARTED: MemberState.NOT_STARTED,
-    _Life.STOPPING: MemberState.STOPPING,
-    _Life.STOPPED: MemberState.STOPPED,
-    _Life.FENCED: MemberState.FENCED,
-    _Life.FAILED: MemberState.FAILED,
-}
 _JOINED = (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
 
 
@@ -88,12 +71,10 @@ class ClassicMachine(MachineCore):
     ) -> None:
         super().__init__(config)
         self._rebalance_protocol = rebalance_protocol
-        self._phase = MemberState.UNJOINED
         self._protocols: tuple[GroupProtocol, ...] = ()
 
         # identity in the group
         self._generation = NO_GENERATION
-        self._protocol_name: str | None = None
         self._last_joined_member_id = NO_MEMBER_ID
 
         self._pending_assignment: tuple[frozenset[TopicPartition], int] | None = None
@@ -115,15 +96,8 @@ class ClassicMachine(MachineCore):
         self._last_heartbeat_ok_at = 0.0
 
         # leadership
-        self._is_leader = False
-        self._leadership_guessed = False
         self._group_members: tuple[JoinGroupMember, ...] = ()
         self._group_topics: frozenset[str] = frozenset()
-
-        # stopping
-        self._stop_leave_group = False
-        self._stop_leave_decided = False
-        self._stop_leave_request_id: int | None = None
 
     # ------------------------------------------------------------------ read-only view
 
@@ -132,32 +106,9 @@ class ClassicMachine(MachineCore):
         return self._rebalance_protocol
 
     @property
-    def state(self) -> MemberState:
-        """Lifecycle state when not running, else the group phase (Java's MemberState)."""
-        return self._phase if self._life is _Life.RUNNING else _LIFE_STATE[self._life]
-
-    @property
-    def generation(self) -> int:
-        return self._generation
-
-    @property
     def group_protocol(self) -> str:
         """Its group.protocol, as ConsumerGroupMachine's: the runtime asks this, not the type."""
         return "classic"
-
-    @property
-    def protocol_name(self) -> str | None:
-        return self._protocol_name
-
-    @property
-    def is_leader(self) -> bool:
-        """True when the coordinator told us we lead the current generation."""
-        return self._is_leader
-
-    @property
-    def leadership_guessed(self) -> bool:
-        """True when a below-v9 broker named a leader id minted for our instance id (LeadershipGuessed)."""
-        return self._leadership_guessed
 
     @property
     def group_members(self) -> tuple[JoinGroupMember, ...]:
@@ -170,74 +121,40 @@ class ClassicMachine(MachineCore):
         return self._group_topics
 
     @property
-    def assignment(self) -> frozenset[TopicPartition]:
-        """Partitions this member owns now. Eager: empty while rebalancing or unjoined; cooperative: a
-        member keeps owning (and fetching) what it holds while the group rebalances."""
-        return self._ownership.owned
-
-    @property
     def rejoin_needed(self) -> bool:
         return self._rejoin_needed
 
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} group={self._config.group_id!r} "
-            f"instance={self._config.group_instance_id!r} state={self.state.name} "
-            f"generation={self._generation} member_id={self._member_id!r} leader={self._is_leader}>"
-        )
+    def _repr_identity(self) -> str:
+        return f"generation={self._generation} member_id={self._member_id!r} leader={self._is_leader}"
 
-    def next_deadline(self) -> float | None:
-        """The earliest future time at which a Tick may change something, or None."""
+    def _deadlines(self) -> list[float]:
         candidates: list[float] = []
-        if self._life is _Life.RUNNING:
-            if self._phase in _JOINED:
-                candidates.append(self._poll_deadline())
-                if self._coordinator.known:
-                    candidates.append(self._session_deadline())
-                    if not self._requests.has(RequestKind.HEARTBEAT):
-                        candidates.append(self._next_heartbeat_at)
-            if self._join_retry_at is not None:
-                candidates.append(self._join_retry_at)
-        return self._earliest(candidates)
+        if self._phase in _JOINED:
+            candidates.append(self._poll_deadline())
+            if self._coordinator.known:
+                candidates.append(self._session_deadline())
+                if not self._requests.has(RequestKind.HEARTBEAT):
+                    candidates.append(self._next_heartbeat_at)
+        if self._join_retry_at is not None:
+            candidates.append(self._join_retry_at)
+        return candidates
 
     # ------------------------------------------------------------------ entry point
 
-    def _dispatch(self, event: ev.Event) -> None:
+    def _dispatch_protocol(self, event: ev.Event) -> None:
         match event:
-            case ev.Start():
-                self._on_start(event)
-            case ev.Tick():
-                pass
-            case ev.FindCoordinatorResponse():
-                self._on_find_coordinator(event)
-            case ev.CoordinatorDisconnected():
-                self._coordinator_lost("coordinator connection lost", disconnect=False)
             case ev.JoinGroupResponse():
                 self._on_join_response(event)
             case ev.SyncGroupResponse():
                 self._on_sync_response(event)
             case ev.HeartbeatResponse():
                 self._on_heartbeat_response(event)
-            case ev.OffsetCommitResponse():
-                self._on_commit_response(event)
             case ev.LeaveGroupResponse():
                 self._on_leave_done(event.token, event.error_code)
-            case ev.RequestFailed():
-                self._on_request_failed(event)
-            case ev.Unrecoverable():
-                self._fail(event.error)
             case ev.AssignmentComputed():
                 self._on_assignment_computed(event)
             case ev.AssignmentFailed():
                 self._on_assignment_failed(event)
-            case ev.CallbackFinished():
-                self._on_callback_finished(event)
-            case ev.PollCalled():
-                self._on_poll()
-            case ev.CommitRequested():
-                self._on_commit_requested(event)
-            case ev.Stop():
-                self._on_stop(event)
             case ev.RequestRejoin():
                 if self._life is _Life.RUNNING:
                     self._request_rejoin(event.reason)
@@ -256,10 +173,6 @@ class ClassicMachine(MachineCore):
     def _coordinator_found(self) -> None:
         # Java resets the session timer on discovery: the new coordinator deserves a full session.
         self._last_heartbeat_ok_at = self._now
-
-    def _generation_unchanged(self, token: RequestToken) -> bool:
-        """Kafka's rule: a response may reset state only if we still have the identity it was sent with."""
-        return token.generation == self._generation and token.member_id == self._member_id
 
     def _generation_valid(self) -> bool:
         return self._generation != NO_GENERATION and self._member_id != NO_MEMBER_ID
@@ -307,79 +220,41 @@ class ClassicMachine(MachineCore):
         self._join_attempts += 1
         self._join_retry_at = self._now + self._backoff.seconds(self._join_attempts)
 
-    def _coordinator_lost(self, reason: str, *, disconnect: bool = True) -> None:
-        if self._coordinator.lose():
-            log.info("group %s: coordinator unknown (%s); rediscovering", self._config.group_id, reason)
-            if disconnect:
-                self._emit(act.DisconnectCoordinator(reason=reason))
-
-    def _react(
-        self,
-        table: rules.ApiRules,
-        code: int,
-        token: RequestToken,
-        epoch: int,
-        minted_member_id: str = NO_MEMBER_ID,
-        *,
-        detail: str = "",
-    ) -> None:
-        """Carry out the table's reaction to ``code`` for a JoinGroup, SyncGroup or Heartbeat answer
-        (``detail``: what the runtime learnt about a refusal, for a fatal error's message)."""
-        reaction = table.reaction(code)
-        unchanged = self._generation_unchanged(token)
-        reason = table.reason_for(code, reaction)
-        steps = reaction.steps_for(unchanged)
-        if not unchanged and reaction.stale is not None and table is rules.HEARTBEAT:
-            log.info("group %s: ignoring %s for an older generation", self._config.group_id, code_name(code))
-        for step in steps:
-            match step:
-                case Step.HEARTBEAT_OK:
-                    self._heartbeat_attempts = 0
-                    self._last_heartbeat_ok_at = self._now
-                case Step.HEARTBEAT_BACKOFF:
-                    self._heartbeat_failed()
-                case Step.COORDINATOR_LOST:
-                    self._coordinator_failed(epoch, f"{table.api} answered {code_name(code)}")
-                case Step.RESET_MEMBER_ID:
-                    self._reset_generation(reason, reset_member_id=True)
-                case Step.RESET_GENERATION:
-                    self._reset_generation(reason, reset_member_id=False)
-                case Step.REJOIN:
+    def _react_step(self, step: Step, answer: Answer, reason: str) -> None:
+        match step:
+            case Step.HEARTBEAT_OK:
+                self._heartbeat_attempts = 0
+                self._last_heartbeat_ok_at = self._now
+            case Step.RESET_MEMBER_ID | Step.RESET_GENERATION:
+                self._reset_generation(reason, reset_member_id=step is Step.RESET_MEMBER_ID)
+            case Step.REJOIN:
+                self._request_rejoin(reason)
+            case Step.REJOIN_AFTER_BACKOFF:
+                self._request_rejoin(reason)
+                self._schedule_join_retry()
+            case Step.REJOIN_IF_STABLE:
+                if self._phase is MemberState.STABLE:
                     self._request_rejoin(reason)
-                case Step.REJOIN_AFTER_BACKOFF:
-                    self._request_rejoin(reason)
-                    self._schedule_join_retry()
-                case Step.REJOIN_IF_STABLE:
-                    if self._phase is MemberState.STABLE:
-                        self._request_rejoin(reason)
-                case Step.FENCE:
-                    self._fence()
-                case Step.FAIL:
-                    self._fail(self._fatal_broker_error(table, code, detail))
-                case Step.WARN:
-                    log.warning(
-                        "group %s: %s failed with %s",
-                        self._config.group_id,
-                        table.api.lower(),
-                        code_name(code),
-                    )
-                case Step.ADOPT_MEMBER_ID:
-                    # KIP-394: the broker minted our member id; join again with it, at once, same protocols.
-                    self._member_id = minted_member_id
-                    self._generation = NO_GENERATION
-                    self._protocol_name = None
-                    self._request_rejoin(f"need to re-join with the given member-id: {minted_member_id}")
+            case Step.ADOPT_MEMBER_ID:
+                # KIP-394: the broker minted our member id; join again with it, at once, same protocols.
+                minted = answer.minted_member_id
+                self._member_id = minted
+                self._generation = NO_GENERATION
+                self._protocol_name = None
+                self._request_rejoin(f"need to re-join with the given member-id: {minted}")
+            case _:
+                pass
 
-    def _fatal_broker_error(self, table: rules.ApiRules, code: int, detail: str = "") -> Exception:
-        group = self._config.group_id
-        if table is rules.HEARTBEAT:
+    def _fatal_broker_error(self, answer: Answer) -> Exception:
+        group, code = self._config.group_id, answer.code
+        if answer.api == rules.HEARTBEAT.api:
             return broker_error(code, f"not authorized for group {group!r}")
-        if table is rules.JOIN_GROUP:
+        if answer.api == rules.JOIN_GROUP.api:
             if code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
                 # The first thing a pod moved from another client meets when the lists differ: say
                 # which lists, and which setting makes them meet.
                 offered = ", ".join(p.name for p in self._protocols)
-                group_side = detail or "the group's members offer none of them"
+                group_side = answer.detail or "the group's members offer none of them"
                 return broker_error(
                     code,
                     f"JoinGroup refused for group {group!r}: no protocol in common with the group. "
@@ -393,69 +268,36 @@ class ClassicMachine(MachineCore):
                     "JoinGroup with a group.instance.id was refused: the broker is too old for static "
                     "membership (needs Kafka 2.3+)",
                 )
-            if code not in table.reactions:
+            if code not in rules.JOIN_GROUP.reactions:
                 return broker_error(code, "unexpected error in JoinGroup response")
-        return broker_error(code, f"{table.api} failed for group {group!r}")
+        return broker_error(code, f"{answer.api} failed for group {group!r}")
 
     # ------------------------------------------------------------------ start, poll, stop
 
-    def _on_start(self, event: ev.Start) -> None:
-        if self._life is not _Life.NOT_STARTED:
-            log.warning("group %s: Start ignored, the member already started", self._config.group_id)
-            return
-        if not event.protocols:
-            self._fail(StaticConsumerError("Start needs at least one group protocol (assignor)"))
-            return
+    def _start_refused(self, event: ev.Start) -> str | None:
+        return None if event.protocols else "Start needs at least one group protocol (assignor)"
+
+    def _started(self, event: ev.Start) -> None:
         self._protocols = event.protocols
-        self._life = _Life.RUNNING
         self._phase = MemberState.UNJOINED
         self._rejoin_needed = True
         self._rejoin_reason = ""
-        self._last_poll_at = event.now
 
-    def _on_poll(self) -> None:
-        if self._fatal_error is not None:
-            self._emit(act.Fatal(error=self._fatal_error))
-            return
-        self._last_poll_at = self._now
+    def _polled(self) -> None:
         if self._awaiting_poll:
             log.info("group %s: application polled again; rejoining", self._config.group_id)
             self._awaiting_poll = False
 
-    def _on_stop(self, event: ev.Stop) -> None:
-        if self._life is _Life.NOT_STARTED:
-            self._life = _Life.STOPPED
-            self._emit(act.Stopped(error=None))
-        elif self._life in _TERMINAL:
-            self._emit(act.Stopped(error=self._fatal_error))
-        elif self._life is _Life.STOPPING:
-            if not self._stop_leave_decided:
-                self._stop_leave_group = self._stop_leave_group or event.leave_group
-        else:
-            self._life = _Life.STOPPING
-            self._stop_leave_group = event.leave_group
-            self._join_retry_at = None
-            self._awaiting_poll = False
+    def _stopping(self) -> None:
+        self._join_retry_at = None
+        self._awaiting_poll = False
+        self._pending_assignment = None  # never started: nothing to hand out, nothing to commit
 
-    def _drive_stop(self) -> None:
-        """Release partitions (revoke callback, final commit), then LeaveGroup if allowed, then Stopped."""
-        if self._ownership.busy:
-            return
-        if self._ownership.holding and self._release_on_stop():
-            return
-        if not self._stop_leave_decided:
-            if self._config.is_static and self._stop_leave_group and not self._coordinator.known:
-                # An explicit leave is the point of the stop: find the coordinator first.
-                self._ensure_coordinator()
-                return
-            self._stop_leave_decided = True
-            self._stop_leave_request_id = self._maybe_leave_on_stop()
-        if self._stop_leave_request_id is not None and self._requests.contains(self._stop_leave_request_id):
-            return
-        self._life = _Life.STOPPED
-        self._emit(act.Stopped(error=None))
+    def _leave_needs_coordinator(self) -> bool:
+        """A static member's explicit leave is the point of its stop."""
+        return self._config.is_static and self._stop_leave_group
 
-    def _maybe_leave_on_stop(self) -> int | None:
+    def _leave_on_stop(self) -> int | None:
         reason = "the consumer is being closed"
         if self._config.is_static:
             if not self._stop_leave_group:
@@ -503,16 +345,10 @@ class ClassicMachine(MachineCore):
 
     # ------------------------------------------------------------------ the driving loop
 
-    def _drive(self) -> None:
-        if self._life is _Life.RUNNING:
-            self._check_timers()
-        if self._life is _Life.STOPPING:
-            self._pending_assignment = None  # never started: nothing to hand out, nothing to commit
-            self._drive_stop()
-        elif self._life is _Life.RUNNING:
-            self._maybe_apply_pending_assignment()
-            self._drive_join()
-            self._maybe_heartbeat()
+    def _drive_running(self) -> None:
+        self._maybe_apply_pending_assignment()
+        self._drive_join()
+        self._maybe_heartbeat()
 
     def _check_timers(self) -> None:
         if self._phase not in _JOINED:
@@ -614,15 +450,6 @@ class ClassicMachine(MachineCore):
         self._emit_all(ownership.revoke(ownership.owned, ReleaseReason.STOP, everything=True))
         return True
 
-    def _lose_everything(self, reason: ReleaseReason) -> bool:
-        """Report every held partition lost (never committed); True while its callback runs."""
-        ownership = self._ownership
-        if not ownership.owned:
-            ownership.drop()
-            return False
-        self._emit_all(ownership.lose(ownership.owned, reason, everything=True))
-        return True
-
     def _own_topics(self) -> frozenset[str]:
         """The topics this member subscribes to now (its first protocol's metadata says them all)."""
         return frozenset(t for p in self._protocols[:1] for t in self._subscribed_topics(p))
@@ -632,26 +459,12 @@ class ClassicMachine(MachineCore):
         decode = self._config.decode_subscription
         return frozenset(decode(protocol.metadata)) if decode is not None else frozenset()
 
-    def _commit_on_release(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int | None:
-        """The rebalance (or stop) commit after the revoke callback; skipped when it cannot succeed."""
+    def _release_commit_refused(self) -> str | None:
         if self._life not in (_Life.RUNNING, _Life.STOPPING) or self._phase is not MemberState.STABLE:
-            log.warning("group %s: not committing on release: no stable generation", self._config.group_id)
-            return None
+            return "no stable generation"
         if not self._generation_valid():
-            log.warning("group %s: not committing on release: generation was reset", self._config.group_id)
-            return None
-        if not self._coordinator.known:
-            log.warning("group %s: not committing on release: coordinator unknown", self._config.group_id)
-            return None
-        regressions = self._commits.regressions(offsets)
-        if regressions:
-            log.warning("group %s: %s", self._config.group_id, OffsetRegressionError(regressions))
-            offsets = {tp: om for tp, om in offsets.items() if tp not in regressions}
-            if not offsets:
-                return None
-        return self._send_commit(None, offsets)
-
-    # ------------------------------------------------------------------ coordinator discovery
+            return "generation was reset"
+        return None
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -691,14 +504,16 @@ class ClassicMachine(MachineCore):
         if code == ErrorCode.NONE:
             self._on_join_success(event)
         else:
-            self._react(
-                rules.JOIN_GROUP,
+            answer = Answer(
+                rules.JOIN_GROUP.api,
                 code,
                 event.token,
                 request.coordinator_epoch,
-                event.member_id,
                 detail=event.refusal_detail,
+                minted_member_id=event.member_id,
+                joining=True,
             )
+            self._react(rules.JOIN_GROUP, answer)
 
     def _on_join_success(self, event: ev.JoinGroupResponse) -> None:
         if event.protocol_type is not None and event.protocol_type != self._config.protocol_type:
@@ -859,7 +674,8 @@ class ClassicMachine(MachineCore):
         if event.error_code == ErrorCode.NONE:
             self._on_sync_success(event)
         else:
-            self._react(rules.SYNC_GROUP, event.error_code, event.token, request.coordinator_epoch)
+            answer = Answer(rules.SYNC_GROUP.api, event.error_code, event.token, request.coordinator_epoch)
+            self._react(rules.SYNC_GROUP, answer)
 
     def _on_sync_success(self, event: ev.SyncGroupResponse) -> None:
         if event.protocol_type is not None and event.protocol_type != self._config.protocol_type:
@@ -873,7 +689,7 @@ class ClassicMachine(MachineCore):
         if (
             self._phase is not MemberState.COMPLETING_REBALANCE
             or self._generation == NO_GENERATION
-            or not self._generation_unchanged(event.token)
+            or not self._identity_unchanged(event.token)
         ):
             # Our generation was reset while the SyncGroup was out (heartbeat error, poll timeout):
             # this assignment belongs to a generation we are no longer in.
@@ -970,7 +786,8 @@ class ClassicMachine(MachineCore):
             return
         if event.error_code != ErrorCode.NONE:
             self._note(HeartbeatFailed(error_code=event.error_code))
-        self._react(rules.HEARTBEAT, event.error_code, event.token, request.coordinator_epoch)
+        answer = Answer(rules.HEARTBEAT.api, event.error_code, event.token, request.coordinator_epoch)
+        self._react(rules.HEARTBEAT, answer)
 
     # ------------------------------------------------------------------ OffsetCommit
 
@@ -987,70 +804,22 @@ class ClassicMachine(MachineCore):
             "its partitions may already belong to another member"
         )
 
-    def _on_commit_response(self, event: ev.OffsetCommitResponse) -> None:
-        request = self._requests.take(event.token)
-        pending = self._commits.take(event.token.request_id)
-        if request is None or pending is None:
-            return
-        code = self._commits.acknowledge(pending, event.partition_errors)
-        error = (
-            None
-            if code == ErrorCode.NONE
-            else self._commit_error(code, event.token, request.coordinator_epoch)
-        )
-        self._complete_commit(pending, error)
+    def _commit_reaction(self, code: int) -> rules.CommitReaction:
+        return rules.commit_reaction(code)
 
-    def _commit_error(self, code: int, token: RequestToken, epoch: int) -> Exception:
-        """Act on the group as the table says, and word the error the committing caller gets."""
-        reaction = rules.commit_reaction(code)
-        steps, verdict = reaction.for_(self._generation_unchanged(token))
-        reason = rules.OFFSET_COMMIT_REASON.format(error=code_name(code))
-        for step in steps:
-            match step:
-                case Step.COORDINATOR_LOST:
-                    self._coordinator_failed(epoch, f"OffsetCommit answered {code_name(code)}")
-                case Step.REJOIN if self._life is _Life.RUNNING:
-                    self._request_rejoin("offset commit failed since group is already rebalancing")
-                case Step.RESET_MEMBER_ID | Step.RESET_GENERATION if self._life is _Life.RUNNING:
-                    self._reset_generation(reason, reset_member_id=step is Step.RESET_MEMBER_ID)
-                case Step.FENCE:
-                    return self._fence()
-                case _:
-                    pass
-        return verdict_error(
-            verdict,
-            code,
-            token.generation,
-            rejoining=self._phase is MemberState.PREPARING_REBALANCE,
-            retry=reaction.retry_hint,
-        )
+    def _rejoining(self) -> bool:
+        return self._phase is MemberState.PREPARING_REBALANCE
 
     # ------------------------------------------------------------------ request failures
 
-    def _on_request_failed(self, event: ev.RequestFailed) -> None:
-        request = self._requests.take(event.token)
-        if request is None:
-            return
-        if event.kind is FailureKind.UNSUPPORTED_VERSION:
-            self._fail(
-                StaticMembershipUnsupportedError(event.detail)
-                if self._config.is_static
-                else UnsupportedVersionError(event.detail)
-            )
-            return
-        if event.kind is FailureKind.INVALID_REQUEST:
-            unencodable = EncodeError(f"{request.kind.value} could not be encoded: {event.detail}")
-            pending = self._commits.take(event.token.request_id)
-            if pending is not None:
-                self._complete_commit(pending, unencodable)
-            else:
-                self._fail(unencodable)
-            return
-        reason = f"request {event.token.request_id} {event.kind.value}"
+    def _unsupported(self, detail: str) -> Exception:
+        if self._config.is_static:
+            return StaticMembershipUnsupportedError(detail)
+        return UnsupportedVersionError(detail)
+
+    def _request_failed(self, request: Request, event: ev.RequestFailed, reason: str) -> None:
         kind = request.kind
-        if kind is RequestKind.LOOKUP:
-            self._coordinator.lookup_failed(self._now)
-        elif kind in (RequestKind.JOIN, RequestKind.SYNC):
+        if kind in (RequestKind.JOIN, RequestKind.SYNC):
             # testRetainMemberIdAfterJoinGroupDisconnect / ...SyncGroupDisconnect: keep the member id and
             # restart from JoinGroup after backoff.
             self._coordinator_failed(request.coordinator_epoch, reason)
@@ -1060,46 +829,16 @@ class ClassicMachine(MachineCore):
         elif kind is RequestKind.HEARTBEAT:
             self._coordinator_failed(request.coordinator_epoch, reason)
             self._heartbeat_failed()
-        elif kind is RequestKind.COMMIT:
-            self._coordinator_failed(request.coordinator_epoch, reason)
-            pending = self._commits.take(event.token.request_id)
-            if pending is not None:
-                error: Exception = (
-                    RequestTimedOutError("offset commit timed out; retry")
-                    if event.kind is FailureKind.TIMED_OUT
-                    else NetworkExceptionError(
-                        "connection to the coordinator lost during offset commit; retry"
-                    )
-                )
-                self._complete_commit(pending, error)
         elif kind is RequestKind.LEAVE:
             log.warning("group %s: LeaveGroup failed: %s", self._config.group_id, event.kind.value)
 
-    # ------------------------------------------------------------------ fatal paths
+    # ------------------------------------------------------------------ the end (after MachineCore._fail)
 
-    def _fail(self, error: Exception, *, fenced: bool = False) -> None:
-        """End the member for good: stop fetching, report partitions lost, fail pending commits."""
-        if self._life in _TERMINAL:
-            return
-        was_stopping = self._life is _Life.STOPPING
-        self._life = _Life.FENCED if fenced else _Life.FAILED
-        self._fatal_error = error
-        log.error("group %s: membership ended: %s", self._config.group_id, error)
-        reason = ReleaseReason.FENCED if fenced else ReleaseReason.FATAL
-        self._emit(act.StopFetching(reason=reason))
-        for action in self._ownership.abandon(reason):
-            self._emit(action)
-        for pending in self._commits.abandon():
-            self._emit(act.CommitCompleted(commit_id=pending.commit_id, offsets=pending.offsets, error=error))
-        self._requests.drop([k for k in RequestKind if k is not RequestKind.LEAVE])
+    def _ended(self) -> None:
         self._awaiting_assignor = None
         self._pending_assignment = None
         self._join_retry_at = None
-        self._coordinator.retry_at = None
         self._clear_leadership()
-        self._emit(act.Fatal(error=error))
-        if was_stopping:
-            self._emit(act.Stopped(error=error))
 
 
 def _decode_error(exc: Exception, message: str) -> DecodeError:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 from uuid import UUID
 
 import msgspec
@@ -38,13 +37,8 @@ from staticconsumer.errors import (
     CommitFailedError,
     ConfigurationError,
     ConsumerProtocolUnsupportedError,
-    EncodeError,
     ErrorCode,
-    NetworkExceptionError,
-    OffsetRegressionError,
-    RequestTimedOutError,
     StaleMemberEpochError,
-    StaticConsumerError,
     UnreleasedInstanceIdError,
     broker_error,
 )
@@ -53,21 +47,19 @@ from staticconsumer.protocol._base import truncate_reason
 from . import actions as act
 from . import events as ev
 from . import rules
-from .commits import PendingCommit, verdict_error
+from .commits import PendingCommit
 from .config import MembershipConfig
+from .core import Answer, MachineCore
 from .core import Life as _Life
-from .core import MachineCore
 from .inflight import Request, RequestKind
 from .observe import HeartbeatFailed, Joined, JoinStarted, Leaving
 from .reconcile import RebalanceProtocol, diff
-from .rules import Step, Verdict, code_name
+from .rules import Step, code_name
 from .types import (
     NO_MEMBER_ID,
-    FailureKind,
     IdPartitions,
     InstanceEvidence,
     MemberState,
-    OffsetAndMetadata,
     ReleaseReason,
     RequestToken,
     TopicPartition,
@@ -90,15 +82,6 @@ _HEARTBEAT_PHASES = frozenset(
     {MemberState.JOINING, MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE}
 )
 _IN_GROUP = frozenset({MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE})
-
-
-_TERMINAL = frozenset({_Life.STOPPED, _Life.FENCED, _Life.FAILED})
-_LIFE_STATE = {
-    _Life.NOT_STARTED: MemberState.NOT_STARTED,
-    _Life.STOPPED: MemberState.STOPPED,
-    _Life.FENCED: MemberState.FENCED,
-    _Life.FAILED: MemberState.FAILED,
-}
 
 
 class _Parked(msgspec.Struct):
@@ -134,6 +117,8 @@ class ConsumerGroupMachine(MachineCore):
     classic machine: ``handle(event)`` returns the actions in order; Tick at ``next_deadline()``.
     """
 
+    _SHOWS_LEAVING = True
+
     def __init__(
         self,
         config: MembershipConfig,
@@ -146,7 +131,7 @@ class ConsumerGroupMachine(MachineCore):
             )
         super().__init__(config)
         self._evidence = evidence or InstanceEvidence()
-        self._phase = MemberState.UNJOINED
+        self._protocol_name = config.server_assignor
 
         self._member_id = member_id
         self._epoch = JOIN_EPOCH
@@ -189,9 +174,6 @@ class ConsumerGroupMachine(MachineCore):
         self._resent_same_epoch: set[int] = set()
         """Commits resent at the epoch they went stale at: a second refusal there is final."""
         self._join_reason = ""
-        self._stop_leave_group = False
-        self._stop_leave_decided = False
-        self._stop_leave_request_id: int | None = None
         self._left_with: int | None = None
         """The epoch of the last leave this member sent (-1 or -2), until it rejoins."""
 
@@ -207,42 +189,8 @@ class ConsumerGroupMachine(MachineCore):
         return RebalanceProtocol.COOPERATIVE
 
     @property
-    def state(self) -> MemberState:
-        if self._life is _Life.RUNNING:
-            return self._phase
-        if self._life is _Life.STOPPING:
-            leaving = self._stop_leave_request_id is not None and self._requests.contains(
-                self._stop_leave_request_id
-            )
-            return MemberState.LEAVING if leaving else MemberState.STOPPING
-        return _LIFE_STATE[self._life]
-
-    @property
     def member_epoch(self) -> int:
         return self._epoch
-
-    @property
-    def generation(self) -> int:
-        """The member epoch (what the classic protocol's generation is to commits and observers)."""
-        return self._epoch
-
-    @property
-    def protocol_name(self) -> str | None:
-        """The server-side assignor asked for (None: the brokers' default)."""
-        return self._config.server_assignor
-
-    @property
-    def is_leader(self) -> bool:
-        return False
-
-    @property
-    def leadership_guessed(self) -> bool:
-        return False
-
-    @property
-    def assignment(self) -> frozenset[TopicPartition]:
-        """Partitions this member owns now (kept while the group reconciles)."""
-        return self._ownership.owned
 
     @property
     def target_unresolved(self) -> frozenset[UUID]:
@@ -251,54 +199,23 @@ class ConsumerGroupMachine(MachineCore):
             return frozenset()
         return frozenset(t for t in self._target if t not in self._names)
 
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} group={self._config.group_id!r} "
-            f"instance={self._config.group_instance_id!r} state={self.state.name} "
-            f"epoch={self._epoch} member_id={self._member_id!r}>"
-        )
-
-    def next_deadline(self) -> float | None:
-        candidates: list[float] = []
-        if self._life is _Life.RUNNING:
-            if self._phase in _HEARTBEAT_PHASES and self._coordinator.known and not self._heartbeat_busy():
-                candidates.append(self._heartbeat_due())
-            if self._phase in _IN_GROUP:
-                candidates.append(self._poll_deadline())
-            if self._resolve_retry_at is not None and self.target_unresolved:
-                candidates.append(self._resolve_retry_at)
-        return self._earliest(candidates)
-
     # ------------------------------------------------------------------ entry point
 
-    def _dispatch(self, event: ev.Event) -> None:
+    def _deadlines(self) -> list[float]:
+        candidates: list[float] = []
+        if self._phase in _HEARTBEAT_PHASES and self._coordinator.known and not self._heartbeat_busy():
+            candidates.append(self._heartbeat_due())
+        if self._phase in _IN_GROUP:
+            candidates.append(self._poll_deadline())
+        if self._resolve_retry_at is not None and self.target_unresolved:
+            candidates.append(self._resolve_retry_at)
+        return candidates
+
+    def _repr_identity(self) -> str:
+        return f"epoch={self._epoch} member_id={self._member_id!r}"
+
+    def _dispatch_protocol(self, event: ev.Event) -> None:
         match event:
-            case ev.Start():
-                self._on_start(event)
-            case ev.Tick():
-                pass
-            case ev.FindCoordinatorResponse():
-                self._on_find_coordinator(event)
-            case ev.CoordinatorDisconnected():
-                self._coordinator_lost("coordinator connection lost", disconnect=False)
-            case ev.ConsumerGroupHeartbeatResponse():
-                self._on_heartbeat_response(event)
-            case ev.TopicIdsResolved():
-                self._on_resolved(event)
-            case ev.OffsetCommitResponse():
-                self._on_commit_response(event)
-            case ev.RequestFailed():
-                self._on_request_failed(event)
-            case ev.Unrecoverable():
-                self._fail(event.error)
-            case ev.CallbackFinished():
-                self._on_callback_finished(event)
-            case ev.PollCalled():
-                self._on_poll()
-            case ev.CommitRequested():
-                self._on_commit_requested(event)
-            case ev.Stop():
-                self._on_stop(event)
             case ev.RequestRejoin():
                 log.info(
                     "group %s: %s; the consumer protocol's broker reconciles on its own",
@@ -308,6 +225,10 @@ class ConsumerGroupMachine(MachineCore):
             case ev.UpdateProtocols():
                 self._set_subscription(event.topics, event.pattern)
                 self._urgent = True
+            case ev.ConsumerGroupHeartbeatResponse():
+                self._on_heartbeat_response(event)
+            case ev.TopicIdsResolved():
+                self._on_resolved(event)
             case _:
                 raise TypeError(f"unknown membership event for the consumer protocol: {event!r}")
 
@@ -318,9 +239,6 @@ class ConsumerGroupMachine(MachineCore):
 
     def _coordinator_found(self) -> None:
         self._full = True  # a new coordinator hears every field
-
-    def _epoch_unchanged(self, token: RequestToken) -> bool:
-        return token.generation == self._epoch and token.member_id == self._member_id
 
     def _heartbeat_busy(self) -> bool:
         return self._requests.has(RequestKind.CONSUMER_HEARTBEAT) or self._requests.has(
@@ -338,12 +256,8 @@ class ConsumerGroupMachine(MachineCore):
         self._not_before = self._now + self._backoff.seconds(self._heartbeat_attempts)
         self._next_heartbeat_at = self._not_before
 
-    def _coordinator_lost(self, reason: str, *, disconnect: bool = True) -> None:
+    def _coordinator_gone(self) -> None:
         self._full = True
-        if self._coordinator.lose():
-            log.info("group %s: coordinator unknown (%s); rediscovering", self._config.group_id, reason)
-            if disconnect:
-                self._emit(act.DisconnectCoordinator(reason=reason))
 
     def _set_subscription(self, topics: frozenset[str], pattern: str | None) -> None:
         self._topics = frozenset(topics)
@@ -357,73 +271,43 @@ class ConsumerGroupMachine(MachineCore):
 
     # ------------------------------------------------------------------ start, poll, stop
 
-    def _on_start(self, event: ev.Start) -> None:
-        if self._life is not _Life.NOT_STARTED:
-            log.warning("group %s: Start ignored, the member already started", self._config.group_id)
-            return
+    def _start_refused(self, event: ev.Start) -> str | None:
         if not event.topics and event.pattern is None:
-            self._fail(StaticConsumerError("the consumer protocol needs topics or a pattern to subscribe to"))
-            return
-        self._set_subscription(event.topics, event.pattern)
-        self._life = _Life.RUNNING
-        self._phase = MemberState.JOINING
-        self._last_poll_at = event.now
+            return "the consumer protocol needs topics or a pattern to subscribe to"
+        return None
 
-    def _on_poll(self) -> None:
-        if self._fatal_error is not None:
-            self._emit(act.Fatal(error=self._fatal_error))
-            return
-        self._last_poll_at = self._now
+    def _started(self, event: ev.Start) -> None:
+        self._set_subscription(event.topics, event.pattern)
+        self._phase = MemberState.JOINING
+
+    def _polled(self) -> None:
         if self._life is _Life.RUNNING and self._phase is MemberState.STALE:
             log.info("group %s: application polled again; rejoining at epoch 0", self._config.group_id)
             self._begin_join("the application polled again after max.poll.interval.ms expired")
 
-    def _on_stop(self, event: ev.Stop) -> None:
-        if self._life is _Life.NOT_STARTED:
-            self._life = _Life.STOPPED
-            self._emit(act.Stopped(error=None))
-        elif self._life in _TERMINAL:
-            self._emit(act.Stopped(error=self._fatal_error))
-        elif self._life is _Life.STOPPING:
-            if not self._stop_leave_decided:
-                self._stop_leave_group = self._stop_leave_group or event.leave_group
-        else:
-            self._life = _Life.STOPPING
-            self._stop_leave_group = event.leave_group
-            self._fail_parked_commits(
-                CommitFailedError("the consumer is stopping; the commit was not resent")
-            )
+    def _stopping(self) -> None:
+        self._fail_parked_commits(CommitFailedError("the consumer is stopping; the commit was not resent"))
 
     def _leave_epoch(self) -> int:
         if self._config.is_static and not self._stop_leave_group:
             return STATIC_LEAVE_EPOCH
         return LEAVE_EPOCH
 
-    def _drive_stop(self) -> None:
-        """Release partitions (revoke callback and its commit, or lost), then leave, then Stopped."""
-        if self._ownership.busy:
-            return
-        if self._ownership.holding:
-            self._release_everything(ReleaseReason.STOP)
-            if self._ownership.busy:
-                return
-        if not self._stop_leave_decided:
-            epoch = self._leave_epoch()
-            must_leave = self._joins_sent > 0 and self._left_with not in (epoch, LEAVE_EPOCH)
-            if must_leave and not self._coordinator.known:
-                # The leave is the point of a static stop (-2 keeps the place for the next run): find the
-                # coordinator first; the runtime bounds the whole stop by request.timeout.ms.
-                self._ensure_coordinator()
-                return
-            self._stop_leave_decided = True
-            if must_leave:
-                self._stop_leave_request_id = self._send_leave(epoch, "the consumer is being closed")
-            elif self._joins_sent == 0:
-                log.info("group %s: never joined, so there is nothing to leave", self._config.group_id)
-        if self._stop_leave_request_id is not None and self._requests.contains(self._stop_leave_request_id):
-            return
-        self._life = _Life.STOPPED
-        self._emit(act.Stopped(error=None))
+    def _release_on_stop(self) -> bool:
+        self._release_everything(ReleaseReason.STOP)
+        return self._ownership.busy
+
+    def _leave_needs_coordinator(self) -> bool:
+        """A member that joined leaves (-2 keeps a static member's place for its next run), unless its
+        last leave already said as much."""
+        return self._joins_sent > 0 and self._left_with not in (self._leave_epoch(), LEAVE_EPOCH)
+
+    def _leave_on_stop(self) -> int | None:
+        if self._leave_needs_coordinator():
+            return self._send_leave(self._leave_epoch(), "the consumer is being closed")
+        if self._joins_sent == 0:
+            log.info("group %s: never joined, so there is nothing to leave", self._config.group_id)
+        return None
 
     def _release_everything(self, reason: ReleaseReason) -> None:
         """Revoke what is held while the member is in the group (commits still work), else report it lost."""
@@ -476,19 +360,14 @@ class ConsumerGroupMachine(MachineCore):
 
     # ------------------------------------------------------------------ the driving loop
 
-    def _drive(self) -> None:
-        if self._life is _Life.RUNNING:
-            self._check_poll_timer()
-        if self._life is _Life.STOPPING:
-            self._drive_stop()
-        elif self._life is _Life.RUNNING:
-            self._drive_out_of_group()
-            self._maybe_resolve()
-            self._maybe_reconcile()
-            self._retry_parked_commits()
-            self._maybe_heartbeat()
+    def _drive_running(self) -> None:
+        self._drive_out_of_group()
+        self._maybe_resolve()
+        self._maybe_reconcile()
+        self._retry_parked_commits()
+        self._maybe_heartbeat()
 
-    def _check_poll_timer(self) -> None:
+    def _check_timers(self) -> None:
         if self._phase in _IN_GROUP and self._now >= self._poll_deadline():
             self._on_poll_timeout()
 
@@ -508,13 +387,6 @@ class ConsumerGroupMachine(MachineCore):
         self._drive_out_of_group()
         if self._coordinator.known:
             self._send_leave(epoch, "consumer poll timeout has expired")
-
-    def _lose_everything(self, reason: ReleaseReason) -> None:
-        ownership = self._ownership
-        if not ownership.owned:
-            ownership.drop()
-            return
-        self._emit_all(ownership.lose(ownership.owned, reason, everything=True))
 
     def _forget_group_state(self) -> None:
         """The member is out of the group (fenced, stale): no epoch, no target, every field resent."""
@@ -643,7 +515,16 @@ class ConsumerGroupMachine(MachineCore):
         if event.token.request_id == self._ack_request_id:
             self._ack_request_id = None
             self._urgent = True  # the acknowledgement is still owed
-        self._react(event, request, sent)
+        table = rules.CONSUMER_GROUP_HEARTBEAT
+        answer = Answer(
+            table.api,
+            event.error_code,
+            event.token,
+            request.coordinator_epoch,
+            detail=event.error_message,
+            joining=sent.purpose == "join",
+        )
+        self._react(table, answer)
 
     def _on_heartbeat_ok(self, event: ev.ConsumerGroupHeartbeatResponse, sent: _Sent) -> None:
         joined = sent.purpose == "join"
@@ -718,47 +599,20 @@ class ConsumerGroupMachine(MachineCore):
             "group %s: joined at member epoch %d as %s", self._config.group_id, self._epoch, self._member_id
         )
 
-    def _react(self, event: ev.ConsumerGroupHeartbeatResponse, request: Request, sent: _Sent) -> None:
-        table = rules.CONSUMER_GROUP_HEARTBEAT
-        code = event.error_code
-        reaction = table.reaction(code)
-        unchanged = self._epoch_unchanged(event.token)
-        steps = reaction.steps_for(unchanged)
-        if not unchanged and reaction.stale is not None:
-            log.info(
-                "group %s: ignoring %s for an older member epoch", self._config.group_id, code_name(code)
-            )
-        for step in steps:
-            match step:
-                case Step.HEARTBEAT_OK:
-                    pass
-                case Step.COORDINATOR_LOST:
-                    self._coordinator_failed(
-                        request.coordinator_epoch, f"{table.api} answered {code_name(code)}"
-                    )
-                case Step.FULL_HEARTBEAT:
-                    self._full = True
-                case Step.HEARTBEAT_BACKOFF:
-                    self._heartbeat_failed()
-                case Step.LOSE_AND_REJOIN:
-                    self._fenced_by_epoch(code, event.error_message)
-                    if sent.purpose == "join":
-                        self._heartbeat_failed()  # a join refused like this is not retried in a busy loop
-                case Step.UNRELEASED:
-                    self._on_unreleased(event)
-                case Step.FENCE:
-                    self._fence()
-                case Step.FAIL:
-                    self._fail(self._fatal_error_for(code, event.error_message))
-                case Step.WARN:
-                    log.warning(
-                        "group %s: heartbeat failed with %s: %s",
-                        self._config.group_id,
-                        code_name(code),
-                        event.error_message,
-                    )
-                case _:
-                    pass
+    def _react_step(self, step: Step, answer: Answer, reason: str) -> None:
+        match step:
+            case Step.FULL_HEARTBEAT:
+                self._full = True
+            case Step.HEARTBEAT_NOW:
+                self._urgent = True
+            case Step.LOSE_AND_REJOIN:
+                self._fenced_by_epoch(answer.code, answer.detail)
+                if answer.joining:
+                    self._heartbeat_failed()  # a join refused like this is not retried in a busy loop
+            case Step.UNRELEASED:
+                self._on_unreleased(answer.detail)
+            case _:
+                pass
 
     def _fenced_by_epoch(self, code: int, message: str | None) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: what is held is lost; rejoin at epoch 0 with the same
@@ -773,8 +627,8 @@ class ConsumerGroupMachine(MachineCore):
         self._forget_group_state()
         self._phase = MemberState.EPOCH_FENCED
 
-    def _fatal_error_for(self, code: int, message: str | None) -> Exception:
-        group = self._config.group_id
+    def _fatal_broker_error(self, answer: Answer) -> Exception:
+        group, code, message = self._config.group_id, answer.code, answer.detail
         said = f" (the broker said: {message})" if message else ""
         if code == ErrorCode.UNSUPPORTED_VERSION:
             return ConsumerProtocolUnsupportedError(
@@ -805,8 +659,8 @@ class ConsumerGroupMachine(MachineCore):
 
     # ------------------------------------------------------------------ UNRELEASED_INSTANCE_ID
 
-    def _on_unreleased(self, event: ev.ConsumerGroupHeartbeatResponse) -> None:
-        match = _HOLDER.search(event.error_message or "")
+    def _on_unreleased(self, message: str | None) -> None:
+        match = _HOLDER.search(message or "")
         holder = match.group(1) if match else None
         unreleased = self._unreleased
         ours = holder == self._member_id
@@ -838,7 +692,7 @@ class ConsumerGroupMachine(MachineCore):
             else self._config.session_timeout_ms + UNRELEASED_MARGIN_MS
         )
         if waited * 1000 >= bound_ms:
-            self._fail(self._unreleased_error(holder, waited, event.error_message))
+            self._fail(self._unreleased_error(holder, waited, message))
             return
         if unreleased.since == self._now:
             log.warning(
@@ -995,25 +849,14 @@ class ConsumerGroupMachine(MachineCore):
             self._assigning = None
         super()._on_callback_finished(event)
 
-    def _commit_on_release(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int | None:
-        """The commit after a revoke callback (reconciliation or stop); skipped when it cannot succeed."""
+    def _release_commit_refused(self) -> str | None:
         if (
             self._life not in (_Life.RUNNING, _Life.STOPPING)
             or self._epoch <= 0
             or self._phase not in _IN_GROUP
         ):
-            log.warning("group %s: not committing on release: not in the group", self._config.group_id)
-            return None
-        if not self._coordinator.known:
-            log.warning("group %s: not committing on release: coordinator unknown", self._config.group_id)
-            return None
-        regressions = self._commits.regressions(offsets)
-        if regressions:
-            log.warning("group %s: %s", self._config.group_id, OffsetRegressionError(regressions))
-            offsets = {tp: om for tp, om in offsets.items() if tp not in regressions}
-            if not offsets:
-                return None
-        return self._send_commit(None, offsets)
+            return "not in the group"
+        return None
 
     # ------------------------------------------------------------------ commits
 
@@ -1025,38 +868,8 @@ class ConsumerGroupMachine(MachineCore):
             "partitions may already belong to another member"
         )
 
-    def _on_commit_response(self, event: ev.OffsetCommitResponse) -> None:
-        request = self._requests.take(event.token)
-        pending = self._commits.take(event.token.request_id)
-        if request is None or pending is None:
-            return
-        code = self._commits.acknowledge(pending, event.partition_errors)
-        if code == ErrorCode.NONE:
-            self._complete_commit(pending, None)
-            return
-        reaction = rules.consumer_commit_reaction(code)
-        unchanged = self._epoch_unchanged(event.token)
-        steps, verdict = reaction.for_(unchanged)
-        fenced: Exception | None = None
-        for step in steps:
-            match step:
-                case Step.COORDINATOR_LOST:
-                    self._coordinator_failed(
-                        request.coordinator_epoch, f"OffsetCommit answered {code_name(code)}"
-                    )
-                case Step.HEARTBEAT_NOW if self._life is _Life.RUNNING:
-                    self._urgent = True
-                case Step.FENCE:
-                    fenced = self._fence()
-                case _:
-                    pass
-        if verdict is Verdict.RESENT:
-            self._park(pending, event.token.generation)
-            return
-        error = fenced or verdict_error(
-            verdict, code, event.token.generation, rejoining=False, retry=reaction.retry_hint
-        )
-        self._complete_commit(pending, error)
+    def _commit_reaction(self, code: int) -> rules.CommitReaction:
+        return rules.consumer_commit_reaction(code)
 
     def _park(self, pending: PendingCommit, sent_epoch: int) -> None:
         log.info(
@@ -1137,26 +950,15 @@ class ConsumerGroupMachine(MachineCore):
     # ------------------------------------------------------------------ request failures
 
     def _on_request_failed(self, event: ev.RequestFailed) -> None:
-        request = self._requests.take(event.token)
-        if request is None:
-            return
         self._sent.pop(event.token.request_id, None)
-        if event.kind is FailureKind.UNSUPPORTED_VERSION:
-            self._fail(ConsumerProtocolUnsupportedError(event.detail))
-            return
-        if event.kind is FailureKind.INVALID_REQUEST:
-            unencodable = EncodeError(f"{request.kind.value} could not be encoded: {event.detail}")
-            pending = self._commits.take(event.token.request_id)
-            if pending is not None:
-                self._complete_commit(pending, unencodable)
-            else:
-                self._fail(unencodable)
-            return
-        reason = f"request {event.token.request_id} {event.kind.value}"
+        super()._on_request_failed(event)
+
+    def _unsupported(self, detail: str) -> Exception:
+        return ConsumerProtocolUnsupportedError(detail)
+
+    def _request_failed(self, request: Request, event: ev.RequestFailed, reason: str) -> None:
         kind = request.kind
-        if kind is RequestKind.LOOKUP:
-            self._coordinator.lookup_failed(self._now)
-        elif kind is RequestKind.CONSUMER_HEARTBEAT:
+        if kind is RequestKind.CONSUMER_HEARTBEAT:
             self._coordinator_failed(request.coordinator_epoch, reason)
             if event.token.request_id == self._ack_request_id:
                 self._ack_request_id = None
@@ -1168,41 +970,11 @@ class ConsumerGroupMachine(MachineCore):
         elif kind is RequestKind.METADATA:
             self._resolve_attempts += 1
             self._resolve_retry_at = self._now + self._backoff.seconds(self._resolve_attempts)
-        elif kind is RequestKind.COMMIT:
-            self._coordinator_failed(request.coordinator_epoch, reason)
-            pending = self._commits.take(event.token.request_id)
-            if pending is not None:
-                error: Exception = (
-                    RequestTimedOutError("offset commit timed out; retry")
-                    if event.kind is FailureKind.TIMED_OUT
-                    else NetworkExceptionError(
-                        "connection to the coordinator lost during offset commit; retry"
-                    )
-                )
-                self._complete_commit(pending, error)
 
-    # ------------------------------------------------------------------ coordinator discovery
+    # ------------------------------------------------------------------ the end (after MachineCore._fail)
 
-    # ------------------------------------------------------------------ fatal paths
-
-    def _fail(self, error: Exception, *, fenced: bool = False) -> None:
-        if self._life in _TERMINAL:
-            return
-        was_stopping = self._life is _Life.STOPPING
-        self._life = _Life.FENCED if fenced else _Life.FAILED
-        self._fatal_error = error
-        log.error("group %s: membership ended: %s", self._config.group_id, error)
-        reason = ReleaseReason.FENCED if fenced else ReleaseReason.FATAL
-        self._emit(act.StopFetching(reason=reason))
-        self._emit_all(self._ownership.abandon(reason))
-        for pending in self._commits.abandon():
-            self._emit(act.CommitCompleted(commit_id=pending.commit_id, offsets=pending.offsets, error=error))
+    def _ended(self) -> None:
         self._parked.clear()
-        self._requests.drop([k for k in RequestKind if k is not RequestKind.CONSUMER_LEAVE])
-        self._coordinator.retry_at = None
-        self._emit(act.Fatal(error=error))
-        if was_stopping:
-            self._emit(act.Stopped(error=error))
 
 
 __all__ = ["NO_MEMBER_ID", "ConsumerGroupMachine", "InstanceEvidence"]

@@ -1,9 +1,9 @@
-"""The classic protocol's error rules as data: for each API, broker error code -> reaction.
+"""The error rules of both protocols as data: for each API, broker error code -> reaction.
 
 The Java client keeps these rules in if/else chains spread over AbstractCoordinator and
-ConsumerCoordinator; here they are tables (as h11 keeps its transitions as data), interpreted by the
-classic machine and rendered into docs/membership.md by :func:`markdown` (a test fails when the page and
-the tables drift apart).
+ConsumerCoordinator; here they are tables (as h11 keeps its transitions as data), decoded in one place
+(``MachineCore._react`` and ``_on_commit_response`` in core.py) and rendered into docs/membership.md by
+:func:`markdown` (a test fails when the page and the tables drift apart).
 
 A reaction lists steps. Most responses may only reset state when the member still has the identity the
 request was sent with (Kafka's "generation unchanged" rule); ``stale`` gives the steps for the other case.
@@ -86,6 +86,8 @@ class CommitReaction(msgspec.Struct, frozen=True):
     stale_verdict: Verdict | None = None
     retry_hint: bool = False
     """Whether the caller is told to retry (the commit may succeed as sent once the cause is gone)."""
+    reason: str | None = None
+    """The rejoin reason, when ``OFFSET_COMMIT_REASON`` does not fit."""
 
     def for_(self, unchanged: bool) -> tuple[tuple[Step, ...], Verdict]:
         if unchanged or self.stale_verdict is None:
@@ -104,6 +106,8 @@ class ApiRules(msgspec.Struct, frozen=True):
     identity: str = "generation"
     """What "unchanged since sending" is about: the classic generation, or the consumer protocol's member
     epoch."""
+    note_stale: bool = False
+    """Log an answer ignored for an older identity (heartbeats: the usual sign of a rebalance raced)."""
 
     def reaction(self, code: int) -> Reaction:
         return self.reactions.get(code, self.otherwise)
@@ -161,6 +165,7 @@ SYNC_GROUP = ApiRules(
 
 HEARTBEAT = ApiRules(
     api="Heartbeat",
+    note_stale=True,
     reactions={
         ErrorCode.NONE: Reaction((Step.HEARTBEAT_OK,)),
         **{code: Reaction((Step.COORDINATOR_LOST, Step.HEARTBEAT_BACKOFF)) for code in _COORDINATOR_ERRORS},
@@ -184,7 +189,9 @@ OFFSET_COMMIT: Mapping[int, CommitReaction] = {
         code: CommitReaction((Step.COORDINATOR_LOST,), Verdict.BROKER_ERROR, retry_hint=True)
         for code in (*_COORDINATOR_ERRORS, ErrorCode.REQUEST_TIMED_OUT)
     },
-    ErrorCode.REBALANCE_IN_PROGRESS: CommitReaction((Step.REJOIN,), Verdict.REBALANCING),
+    ErrorCode.REBALANCE_IN_PROGRESS: CommitReaction(
+        (Step.REJOIN,), Verdict.REBALANCING, reason="offset commit failed since group is already rebalancing"
+    ),
     # Deviation from Java, on purpose: a stale answer never resets a newer generation.
     ErrorCode.UNKNOWN_MEMBER_ID: CommitReaction(
         (Step.RESET_MEMBER_ID,), Verdict.COMMIT_FAILED, stale_verdict=Verdict.REBALANCING_OR_FAILED
@@ -211,6 +218,7 @@ _LOST = Reaction((Step.LOSE_AND_REJOIN,), stale=())
 CONSUMER_GROUP_HEARTBEAT = ApiRules(
     api="ConsumerGroupHeartbeat",
     identity="member epoch",
+    note_stale=True,
     reactions={
         ErrorCode.NONE: Reaction((Step.HEARTBEAT_OK,)),
         **{

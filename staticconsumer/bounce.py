@@ -10,16 +10,19 @@ Modes: ``staticconsumer-static``, ``staticconsumer-dynamic``, ``aiokafka-static`
 ``group_instance_id``), ``aiokafka-dynamic`` and ``java-static`` (Kafka's own KafkaConsumer with
 ``group.instance.id``, from the Java oracle module); for synchronous code, ``staticconsumer-sync-static``
 (``staticconsumer.sync.StaticConsumer``) and ``kafka-python-static`` (kafka-python 3.0's KafkaConsumer
-with ``group_instance_id``). Every mode uses the eager range assignor, so they differ only in membership.
-Two more modes run the consumer protocol (KIP-848, Kafka 4.0+): ``staticconsumer-consumer`` and
-``java-consumer`` (``group_protocol=consumer`` / ``group.protocol=consumer``, static): the broker assigns
+with ``group_instance_id``); confluent-kafka 2.16 (librdkafka), static: ``confluent-static``
+(``confluent_kafka.aio.AIOConsumer`` with ``group.instance.id``) and ``confluent-sync-static`` (its blocking
+``Consumer``). Every classic mode uses the eager range assignor, so they differ only in membership.
+Three more modes run the consumer protocol (KIP-848, Kafka 4.0+): ``staticconsumer-consumer``,
+``java-consumer`` and ``confluent-consumer`` (the AIOConsumer) (``group_protocol=consumer`` /
+``group.protocol=consumer``, static): the broker assigns
 (its default server-side assignor) and owns the session timeout and heartbeat interval, so
 ``session_ms`` and ``heartbeat_ms`` do not apply to them.
 
 Member processes import only their own client: the Python ones run ``staticconsumer/_bounce_member.py``
-by path (so an aiokafka or kafka-python member never imports ``staticconsumer``), the Java one is the
-oracle module's PeerConsumer. Each reports the steps of its restart (:data:`TIMELINE`) through its
-client's own hooks.
+by path (so an aiokafka, kafka-python or confluent-kafka member never imports ``staticconsumer``), the
+Java one is the oracle module's PeerConsumer. Each reports the steps of its restart (:data:`TIMELINE`)
+through its client's own hooks.
 """
 
 from __future__ import annotations
@@ -43,7 +46,14 @@ from typing import Any
 Event = dict[str, Any]
 Partition = tuple[str, int]
 
-PYTHON_CLIENTS = ("staticconsumer", "aiokafka", "staticconsumer-sync", "kafka-python")
+PYTHON_CLIENTS = (
+    "staticconsumer",
+    "aiokafka",
+    "staticconsumer-sync",
+    "kafka-python",
+    "confluent-aio",
+    "confluent",
+)
 """Each one a ``--client`` of ``_bounce_member.py``."""
 
 CLIENTS = (*PYTHON_CLIENTS, "java")
@@ -72,6 +82,9 @@ MODES: dict[str, Mode] = {
         Mode("java-consumer", "java", True, "consumer"),
         Mode("staticconsumer-sync-static", "staticconsumer-sync", True),
         Mode("kafka-python-static", "kafka-python", True),
+        Mode("confluent-static", "confluent-aio", True),
+        Mode("confluent-consumer", "confluent-aio", True, "consumer"),
+        Mode("confluent-sync-static", "confluent", True),
     )
 }
 

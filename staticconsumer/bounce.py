@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -57,6 +58,14 @@ PYTHON_CLIENTS = (
 """Each one a ``--client`` of ``_bounce_member.py``."""
 
 CLIENTS = (*PYTHON_CLIENTS, "java")
+
+THIRD_PARTY = {
+    "kafka-python": ("kafka", "kafka-python==3.0.12"),
+    "confluent-aio": ("confluent_kafka", "confluent-kafka==2.16.1"),
+    "confluent": ("confluent_kafka", "confluent-kafka==2.16.1"),
+}
+"""Python clients that are not dependencies of the package (the ``dev`` extra pins them): client ->
+(module the member imports, requirement). A missing one is said before any member process starts."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +201,20 @@ def _apply(owned: set[Partition], event: Event) -> set[Partition]:
     if event["e"] == "stopped":
         return set()
     return owned
+
+
+def require_client(mode: Mode) -> None:
+    """Fail at once, by name, when the mode's client library is not installed: its member processes
+    would die at their first import, and the bounce would only time out waiting for them."""
+    needed = THIRD_PARTY.get(mode.client)
+    if needed is None or importlib.util.find_spec(needed[0]) is not None:
+        return
+    from staticconsumer.testing.errors import ClientNotInstalledError
+
+    raise ClientNotInstalledError(
+        f"mode {mode.name} runs {needed[1]}, which is not installed: pip install '{needed[1]}' "
+        "(or the dev extra)"
+    )
 
 
 def _python_member(
@@ -439,6 +462,7 @@ async def bounce(
     """Start the group, let it settle, restart every member in turn (each back within the session
     timeout), and fold what the members reported into the figures."""
     spawn = SPAWNERS[mode.client]
+    require_client(mode)
     loop = asyncio.get_running_loop()
     if mode.client in PYTHON_CLIENTS:
         await loop.run_in_executor(None, warm_bytecode, (mode.client,))

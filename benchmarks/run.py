@@ -309,11 +309,15 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
         "N consumer processes on a topic of 4N partitions with a steady producer; every member, the leader "
         "included, is stopped and started again in turn, as a Kubernetes rolling update does, each back "
         "well within the session timeout. Modes: `staticconsumer` static and dynamic, aiokafka 0.14 with "
-        "and without `group_instance_id`, and the Java KafkaConsumer with `group.instance.id`; for "
-        "synchronous code, `staticconsumer-sync-static` (`staticconsumer.sync.StaticConsumer`, "
-        "[sync.md](sync.md)) and `kafka-python-static` (kafka-python 3.0's KafkaConsumer with "
-        "`group_instance_id`) (`staticconsumer.bounce`, `benchmarks/rolling_bounce.py`). All use the eager "
-        "range assignor. "
+        "and without `group_instance_id`, the Java KafkaConsumer with `group.instance.id`, and "
+        "`confluent-static` (confluent-kafka 2.16's `confluent_kafka.aio.AIOConsumer` with "
+        "`group.instance.id`); on the consumer protocol (KIP-848), `staticconsumer-consumer`, "
+        "`java-consumer` and `confluent-consumer` (the AIOConsumer with `group.protocol=consumer`), all "
+        "static; for synchronous code, `staticconsumer-sync-static` (`staticconsumer.sync.StaticConsumer`, "
+        "[sync.md](sync.md)), `kafka-python-static` (kafka-python 3.0's KafkaConsumer with "
+        "`group_instance_id`) and `confluent-sync-static` (confluent-kafka's blocking `Consumer`) "
+        "(`staticconsumer.bounce`, `benchmarks/rolling_bounce.py`). Classic members use the eager "
+        "range assignor; on the consumer protocol the broker assigns. "
         "Columns: **rebalances**, generations after the group first settled (per bounce); **revoked**, "
         "partitions revoked from or lost by members that were not restarting (per bounce); **restart**, "
         "seconds from a new process's start to its first record (every restart); **unowned**, "
@@ -430,7 +434,14 @@ def _timeline(size: Any) -> list[str]:
         "`MembershipObserver` (`observers=`; offsets: its `on_partitions_assigned`, run once the "
         "OffsetFetch answer is in), aiokafka and Java through their own log records (see "
         "`staticconsumer/_bounce_member.py` and the oracle's PeerConsumer). A step a client does before "
-        "start() returns can come before started.",
+        "start() returns can come before started. confluent-kafka (librdkafka) members report through "
+        "librdkafka's `cgrp` debug lines, handed to their `logger` (`debug=cgrp` is on for the whole run, "
+        "a small cost ours do not pay), and through `on_assign`; what they cannot report: the moment a "
+        "step happens (librdkafka queues its lines and the member sees one when its next `consume()` "
+        "serves it, then, for the AIOConsumer, when the event loop runs it), a start (librdkafka has no "
+        "start(): **started** is subscribe() returned, before it has connected), and on the consumer "
+        "protocol a SyncGroup (**joined** is the first ConsumerGroupHeartbeat answered, **synced** the "
+        "first assignment handed to the application).",
         "",
         *_table(["mode", *(label for _, label in TIMELINE_COLUMNS)], rows),
     ]

@@ -6,8 +6,10 @@ only its own client's imports (``import aiokafka`` for aiokafka, ``import kafka`
 ``import staticconsumer`` or ``staticconsumer.sync`` for ours), as an application using that client
 would. Its own imports are the standard library only, the same for every client.
 
-Clients (``--client``): ``staticconsumer`` and ``aiokafka`` (asyncio), ``staticconsumer-sync`` (our
-``staticconsumer.sync.StaticConsumer``) and ``kafka-python`` (3.0's ``KafkaConsumer``), both blocking.
+Clients (``--client``): ``staticconsumer``, ``aiokafka`` and ``confluent-aio`` (confluent-kafka 2.16's
+``confluent_kafka.aio.AIOConsumer``) on asyncio; ``staticconsumer-sync`` (our
+``staticconsumer.sync.StaticConsumer``), ``kafka-python`` (3.0's ``KafkaConsumer``) and ``confluent``
+(``confluent_kafka.Consumer``), blocking.
 
 It prints JSON lines (``e``: event, ``t``: wall clock) that the orchestrator folds into figures:
 ``imported``, ``started``, ``assigned``, ``revoked``, ``lost``, ``first_record``, ``stopped``, and the
@@ -29,6 +31,16 @@ known, the consumer can fetch). Each client reports them through what it offers:
   "Successfully joined group", and at DEBUG "Received SyncGroup response" without an error code) and
   ``kafka.coordinator.consumer`` at DEBUG ("Setting offset ... to the committed offset" or "has no
   committed offset", once the OffsetFetch answer is in). Its generation is ``group_metadata()``'s.
+* confluent-kafka (librdkafka) has no hook for them either: its ``logger`` gets librdkafka's log lines,
+  with ``debug=cgrp`` the group's (:data:`LIBRDKAFKA_STEPS`): ``CGRPCOORD`` "coordinator is",
+  ``JOINGROUP`` "JoinGroup response: GenerationId N ... (no error)", ``SYNCGROUP`` "SyncGroup response:
+  Success", ``OFFSETFETCH`` "back to pending list" (written once the OffsetFetch answer is applied); under
+  the consumer protocol, ``HEARTBEAT`` "ConsumerGroupHeartbeat response received ... with epoch N" is the
+  join and "delegating incremental assign" the sync. librdkafka serves its logs from the consumer's queue,
+  so a step is seen when the consumer's next ``consume()`` serves it (the member calls it in a loop, every
+  0.2 s at most); the AIOConsumer then hands it to the event loop. The generation is the last
+  JoinGroup's (or heartbeat's epoch). ``assigned``, ``revoked`` and ``lost`` are its ``on_assign``,
+  ``on_revoke`` and ``on_lost``.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ import asyncio
 import importlib
 import json
 import logging
+import re
 import signal
 import sys
 import threading
@@ -442,14 +455,150 @@ def run_kafka_python(args: argparse.Namespace) -> None:
     consumer.close()
 
 
+# -- confluent-kafka (librdkafka) ----------------------------------------------------------------
+
+LIBRDKAFKA_STEPS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("CGRPCOORD", re.compile(r"coordinator is "), "coordinator"),
+    ("JOINGROUP", re.compile(r"JoinGroup response: GenerationId (\d+),.*\(no error\)$"), "joined"),
+    ("SYNCGROUP", re.compile(r"SyncGroup response: Success"), "synced"),
+    ("HEARTBEAT", re.compile(r"ConsumerGroupHeartbeat response received .* with epoch (\d+)"), "joined"),
+    ("ASSIGN", re.compile(r"delegating incremental assign of"), "synced"),
+    ("OFFSETFETCH", re.compile(r"back to pending list with offset"), "offsets"),
+)
+"""librdkafka's debug lines (facility, message) that are timeline steps; a first group is the generation
+(classic) or the member epoch (consumer protocol). The second "synced" is the consumer protocol's: the
+first assignment handed to the application (a classic member reports SyncGroup before it)."""
+
+
+class LibrdkafkaSteps:
+    """A confluent-kafka ``logger``: librdkafka calls ``log(level, "%s [%s] %s", facility, name, text)``."""
+
+    def __init__(self, steps: Steps) -> None:
+        self.steps = steps
+        self.generation = -1
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        if len(args) != 3:
+            return
+        facility, text = str(args[0]), str(args[2])
+        for wanted, pattern, step in LIBRDKAFKA_STEPS:
+            if facility != wanted:
+                continue
+            match = pattern.search(text)
+            if match is None:
+                continue
+            if match.groups():
+                self.generation = int(match.group(1))
+            self.steps.once(step)
+
+    def quiet(self) -> None:
+        """After the first record no step is reported any more (a later rebalance is not the restart's);
+        the lines still keep the generation current. debug=cgrp cannot be turned off once set."""
+        self.steps.seen.update(step for _, _, step in LIBRDKAFKA_STEPS)
+
+
+def confluent_config(args: argparse.Namespace, logger: LibrdkafkaSteps) -> dict[str, Any]:
+    """The settings every member takes (range, 1 s auto-commit, latest), in librdkafka's names. Under the
+    consumer protocol the broker assigns and owns the session: librdkafka refuses those settings."""
+    protocol: dict[str, Any] = (
+        {
+            "session.timeout.ms": args.session_ms,
+            "heartbeat.interval.ms": args.heartbeat_ms,
+            "partition.assignment.strategy": "range",
+        }
+        if args.group_protocol == "classic"
+        else {"group.protocol": args.group_protocol}
+    )
+    return {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        **({"group.instance.id": args.instance} if args.instance else {}),
+        **protocol,
+        "auto.commit.interval.ms": 1000,
+        "auto.offset.reset": "latest",
+        "debug": "cgrp",  # the timeline's steps are cgrp debug lines; served to `logger` by consume()
+        "logger": logger,
+    }
+
+
+def _records(messages: Iterable[Any]) -> list[Any]:
+    """consume() hands errors (partition EOF, transport) over as messages: they are not records."""
+    return [m for m in messages if m.error() is None]
+
+
+async def run_confluent_aio(args: argparse.Namespace, stopping: asyncio.Event) -> None:
+    """confluent-kafka 2.16's AIOConsumer, static: subscribe with the rebalance callbacks, consume() in a
+    loop, close() on SIGTERM (a static member sends no LeaveGroup; under KIP-848 it leaves with epoch -2,
+    keeping its assignment for its successor)."""
+    from confluent_kafka.aio import AIOConsumer
+
+    say("imported")
+    steps = Steps()
+    logger = LibrdkafkaSteps(steps)
+    consumer = AIOConsumer(confluent_config(args, logger))
+
+    async def on_assign(_: Any, partitions: list[Any]) -> None:
+        _say_assigned(partitions, logger.generation)
+
+    async def on_revoke(_: Any, partitions: list[Any]) -> None:
+        say("revoked", partitions=_names(partitions), n=len(partitions))
+
+    async def on_lost(_: Any, partitions: list[Any]) -> None:
+        say("lost", partitions=_names(partitions), n=len(partitions))
+
+    say("starting")
+    await consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    say("started")  # librdkafka joins in the background from here; consume() serves its callbacks
+
+    async def poll() -> list[Any]:
+        return _records(await consumer.consume(num_messages=500, timeout=0.2))
+
+    await _consume(poll, lambda: logger.generation, stopping, logger.quiet)
+    await consumer.close()
+
+
+def run_confluent(args: argparse.Namespace) -> None:
+    """confluent-kafka's Consumer, static, as the AIOConsumer member but blocking (consume() in the main
+    thread); SIGTERM ends the loop, then close()."""
+    from confluent_kafka import Consumer
+
+    say("imported")
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    steps = Steps()
+    logger = LibrdkafkaSteps(steps)
+    consumer = Consumer(confluent_config(args, logger))
+
+    def on_assign(_: Any, partitions: list[Any]) -> None:
+        _say_assigned(partitions, logger.generation)
+
+    def on_revoke(_: Any, partitions: list[Any]) -> None:
+        say("revoked", partitions=_names(partitions), n=len(partitions))
+
+    def on_lost(_: Any, partitions: list[Any]) -> None:
+        say("lost", partitions=_names(partitions), n=len(partitions))
+
+    say("starting")
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    say("started")
+    _consume_blocking(
+        lambda: _records(consumer.consume(num_messages=500, timeout=0.2)),
+        lambda: logger.generation,
+        stopping.is_set,
+        logger.quiet,
+    )
+    consumer.close()
+
+
 # -- the process ---------------------------------------------------------------------------------
 
-RUNNERS = {"staticconsumer": run_staticconsumer, "aiokafka": run_aiokafka}
+RUNNERS = {"staticconsumer": run_staticconsumer, "aiokafka": run_aiokafka, "confluent-aio": run_confluent_aio}
 """The asyncio clients, run by :func:`run_member`."""
 
 BLOCKING_RUNNERS: dict[str, Callable[[argparse.Namespace], None]] = {
     "staticconsumer-sync": run_staticconsumer_sync,
     "kafka-python": run_kafka_python,
+    "confluent": run_confluent,
 }
 """The synchronous clients, run in the main thread."""
 
@@ -478,8 +627,13 @@ CLIENT_MODULES = {
     "aiokafka": "aiokafka",
     "staticconsumer-sync": "staticconsumer.sync",
     "kafka-python": "kafka",
+    "confluent-aio": "confluent_kafka.aio",
+    "confluent": "confluent_kafka",
 }
 """What an application of each client imports first."""
+
+PROTOCOL_CLIENTS = ("staticconsumer", "confluent-aio", "confluent")
+"""The members that speak the consumer protocol (KIP-848) here too; the others, the classic one only."""
 
 
 def imported_modules(client: str) -> list[str]:
@@ -508,13 +662,13 @@ def main(argv: list[str] | None = None) -> int:
         "--group-protocol",
         choices=("classic", "consumer"),
         default="classic",
-        help="consumer: KIP-848 (the asyncio staticconsumer only; the other members speak the classic one)",
+        help=f"consumer: KIP-848 ({', '.join(PROTOCOL_CLIENTS)}; the others speak the classic one only)",
     )
     args = parser.parse_args(argv)
-    if args.group_protocol != "classic" and args.client != "staticconsumer":
-        parser.error("only staticconsumer speaks the consumer protocol (KIP-848) here")
-    if args.trace and args.client == "kafka-python":
-        parser.error("--trace patches aiokafka's connections: kafka-python has none")
+    if args.group_protocol != "classic" and args.client not in PROTOCOL_CLIENTS:
+        parser.error(f"--client {args.client} speaks only the classic protocol here")
+    if args.trace and args.client in ("kafka-python", "confluent-aio", "confluent"):
+        parser.error(f"--trace patches aiokafka's connections: --client {args.client} has none")
     if args.list_imports:
         print(json.dumps(imported_modules(args.client)))
         return 0

@@ -10,22 +10,26 @@ Modes: ``staticconsumer-static``, ``staticconsumer-dynamic``, ``aiokafka-static`
 ``group_instance_id``), ``aiokafka-dynamic`` and ``java-static`` (Kafka's own KafkaConsumer with
 ``group.instance.id``, from the Java oracle module); for synchronous code, ``staticconsumer-sync-static``
 (``staticconsumer.sync.StaticConsumer``) and ``kafka-python-static`` (kafka-python 3.0's KafkaConsumer
-with ``group_instance_id``). Every mode uses the eager range assignor, so they differ only in membership.
-Two more modes run the consumer protocol (KIP-848, Kafka 4.0+): ``staticconsumer-consumer`` and
-``java-consumer`` (``group_protocol=consumer`` / ``group.protocol=consumer``, static): the broker assigns
+with ``group_instance_id``); confluent-kafka 2.16 (librdkafka), static: ``confluent-static``
+(``confluent_kafka.aio.AIOConsumer`` with ``group.instance.id``) and ``confluent-sync-static`` (its blocking
+``Consumer``). Every classic mode uses the eager range assignor, so they differ only in membership.
+Three more modes run the consumer protocol (KIP-848, Kafka 4.0+): ``staticconsumer-consumer``,
+``java-consumer`` and ``confluent-consumer`` (the AIOConsumer) (``group_protocol=consumer`` /
+``group.protocol=consumer``, static): the broker assigns
 (its default server-side assignor) and owns the session timeout and heartbeat interval, so
 ``session_ms`` and ``heartbeat_ms`` do not apply to them.
 
 Member processes import only their own client: the Python ones run ``staticconsumer/_bounce_member.py``
-by path (so an aiokafka or kafka-python member never imports ``staticconsumer``), the Java one is the
-oracle module's PeerConsumer. Each reports the steps of its restart (:data:`TIMELINE`) through its
-client's own hooks.
+by path (so an aiokafka, kafka-python or confluent-kafka member never imports ``staticconsumer``), the
+Java one is the oracle module's PeerConsumer. Each reports the steps of its restart (:data:`TIMELINE`)
+through its client's own hooks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -43,10 +47,25 @@ from typing import Any
 Event = dict[str, Any]
 Partition = tuple[str, int]
 
-PYTHON_CLIENTS = ("staticconsumer", "aiokafka", "staticconsumer-sync", "kafka-python")
+PYTHON_CLIENTS = (
+    "staticconsumer",
+    "aiokafka",
+    "staticconsumer-sync",
+    "kafka-python",
+    "confluent-aio",
+    "confluent",
+)
 """Each one a ``--client`` of ``_bounce_member.py``."""
 
 CLIENTS = (*PYTHON_CLIENTS, "java")
+
+THIRD_PARTY = {
+    "kafka-python": ("kafka", "kafka-python==3.0.12"),
+    "confluent-aio": ("confluent_kafka", "confluent-kafka==2.16.1"),
+    "confluent": ("confluent_kafka", "confluent-kafka==2.16.1"),
+}
+"""Python clients that are not dependencies of the package (the ``dev`` extra pins them): client ->
+(module the member imports, requirement). A missing one is said before any member process starts."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,9 @@ MODES: dict[str, Mode] = {
         Mode("java-consumer", "java", True, "consumer"),
         Mode("staticconsumer-sync-static", "staticconsumer-sync", True),
         Mode("kafka-python-static", "kafka-python", True),
+        Mode("confluent-static", "confluent-aio", True),
+        Mode("confluent-consumer", "confluent-aio", True, "consumer"),
+        Mode("confluent-sync-static", "confluent", True),
     )
 }
 
@@ -179,6 +201,20 @@ def _apply(owned: set[Partition], event: Event) -> set[Partition]:
     if event["e"] == "stopped":
         return set()
     return owned
+
+
+def require_client(mode: Mode) -> None:
+    """Fail at once, by name, when the mode's client library is not installed: its member processes
+    would die at their first import, and the bounce would only time out waiting for them."""
+    needed = THIRD_PARTY.get(mode.client)
+    if needed is None or importlib.util.find_spec(needed[0]) is not None:
+        return
+    from staticconsumer.testing.errors import ClientNotInstalledError
+
+    raise ClientNotInstalledError(
+        f"mode {mode.name} runs {needed[1]}, which is not installed: pip install '{needed[1]}' "
+        "(or the dev extra)"
+    )
 
 
 def _python_member(
@@ -426,6 +462,7 @@ async def bounce(
     """Start the group, let it settle, restart every member in turn (each back within the session
     timeout), and fold what the members reported into the figures."""
     spawn = SPAWNERS[mode.client]
+    require_client(mode)
     loop = asyncio.get_running_loop()
     if mode.client in PYTHON_CLIENTS:
         await loop.run_in_executor(None, warm_bytecode, (mode.client,))

@@ -33,3 +33,7 @@ class BrokerStartError(TestInfrastructureError):
 
 class OracleError(TestInfrastructureError):
     """The Java oracle refused a request (for example a field the version cannot carry) or died."""
+
+
+class ClientNotInstalledError(TestInfrastructureError):
+    """A benchmark mode runs a client library that is not installed (the ``dev`` extra has it)."""

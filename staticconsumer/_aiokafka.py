@@ -623,9 +623,7 @@ def fetch_partitions(consumer: Any, partitions: list[Any], topics: frozenset[str
     track_topics(consumer, topics)
 
 
-def fetched_now(
-    consumer: Any, partitions: list[Any], max_records: int | None = None
-) -> dict[Any, list[Any]]:
+def fetched_now(consumer: Any, partitions: list[Any], max_records: int | None = None) -> dict[Any, list[Any]]:
     """The records the fetcher has already fetched from ``partitions`` (up to ``max_records``, else
     max_poll_records), taken without suspending: so the caller can hold the partitions back before the
     fetcher reads ahead, and a poll whose records are ready costs no task and no loop iteration.

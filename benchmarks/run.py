@@ -599,6 +599,14 @@ def _throughput(report: Any, figures: set[str]) -> list[str]:
         ]
     batch = getattr(report, "max_records", None) or 1000
     confluent_batch = f", confluent-kafka's `consume(num_messages={batch})`" if confluent else ""
+    iterate = []
+    if getattr(report, "ratio_iterate_to_getmany", None) is not None:
+        iterate = [
+            f"`async for` over `getmany`: {report.ratio_iterate_to_getmany:.3f} (per repeat "
+            f"{', '.join(f'{x:.2f}' for x in report.iterate_ratios or [])}). Target (>= 0.8): "
+            f"{'met' if report.iterate_target_met else '**not met**'}.",
+            "",
+        ]
     loads = getattr(report, "load_1min", None)
     load = (
         [f"1-minute load average before each repeat: {', '.join(f'{x:g}' for x in loads)}.", ""]
@@ -624,6 +632,7 @@ def _throughput(report: Any, figures: set[str]) -> list[str]:
         f"For scale, the two bare aiokafka consumers, the same fetcher, differ by "
         f"{abs(medians['aiokafka-group'] / medians['aiokafka-assigned'] - 1):.1%} in this run.",
         "",
+        *iterate,
         *confluent,
         *load,
         *_figure("throughput_overhead", figures, "throughput: records/s per consumer"),

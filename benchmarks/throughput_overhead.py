@@ -61,6 +61,8 @@ BATCH = 500
 class Variant(msgspec.Struct):
     variant: str
     records_per_second: Spread
+    records_per_cpu_second: Spread | None = None
+    """Records per second of process CPU (all its threads) over the same span (absent in older results)."""
 
 
 class Report(msgspec.Struct):
@@ -90,6 +92,9 @@ class Report(msgspec.Struct):
     """``ratio_to_confluent_aio`` at least 1.5."""
     load_1min: list[float] | None = None
     """The 1-minute load average before each repeat: the machine is shared, so read ratios, not rates."""
+    cpu_ratio_to_assigned: float | None = None
+    """``ratio_to_assigned`` by CPU: records per CPU second over bare aiokafka's (the overhead itself)."""
+    cpu_ratio_to_group: float | None = None
     max_records: int | None = None
     """Records per ``getmany``/``consume`` at most (absent in older results: 1,000 then)."""
 
@@ -108,16 +113,33 @@ async def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
         await producer.stop()
 
 
+_cpu_rates: list[float] = []
+"""Records per CPU second of each run, in the order run (``_rate`` appends)."""
+
+
+def _clocks() -> tuple[float, float]:
+    """Wall and process CPU clocks (every thread of the process: a client's own threads count)."""
+    return time.perf_counter(), time.process_time()
+
+
+def _rate(records: int, started: tuple[float, float]) -> float:
+    """Records/s since ``started``; records per CPU second go to ``_cpu_rates``. On a loaded shared
+    machine the CPU clock tells overhead apart from waiting for a core, which the wall clock cannot."""
+    wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
+    _cpu_rates.append(records / cpu if cpu > 0 else 0.0)
+    return records / wall
+
+
 async def _timed(poll: Callable[[], Awaitable[dict[Any, list[Any]]]], records: int) -> float:
     """Records/s from the first batch (which starts the clock) to the ``records``-th record."""
     seen = first_batch = 0
-    first_at = 0.0
+    started = _clocks()
     while seen < records:
         got = sum(len(rows) for rows in (await poll()).values())
         if got and not seen:
-            first_at, first_batch = time.perf_counter(), got
+            started, first_batch = _clocks(), got
         seen += got
-    return (seen - first_batch) / (time.perf_counter() - first_at)
+    return _rate(seen - first_batch, started)
 
 
 def _confluent_config(bootstrap: str) -> dict[str, Any]:
@@ -144,13 +166,13 @@ async def confluent_aio(bootstrap: str, topic: str, records: int) -> float:
     try:
         await consumer.subscribe([topic])
         seen = first_batch = 0
-        first_at = 0.0
+        started = _clocks()
         while seen < records:
             got = _delivered(await consumer.consume(num_messages=BATCH, timeout=1.0))
             if got and not seen:
-                first_at, first_batch = time.perf_counter(), got
+                started, first_batch = _clocks(), got
             seen += got
-        return (seen - first_batch) / (time.perf_counter() - first_at)
+        return _rate(seen - first_batch, started)
     finally:
         await consumer.close()
 
@@ -162,13 +184,13 @@ def _confluent_blocking(bootstrap: str, topic: str, records: int) -> float:
     try:
         consumer.subscribe([topic])
         seen = first_batch = 0
-        first_at = 0.0
+        started = _clocks()
         while seen < records:
             got = _delivered(consumer.consume(num_messages=BATCH, timeout=1.0))
             if got and not seen:
-                first_at, first_batch = time.perf_counter(), got
+                started, first_batch = _clocks(), got
             seen += got
-        return (seen - first_batch) / (time.perf_counter() - first_at)
+        return _rate(seen - first_batch, started)
     finally:
         consumer.close()
 
@@ -203,13 +225,13 @@ async def ours_iterate(bootstrap: str, topic: str, records: int) -> float:
         heartbeat_interval_ms=1_000,
     ) as consumer:
         await consumer.getone()  # the first record starts the clock
-        first_at = time.perf_counter()
+        started = _clocks()
         seen = 1
         async for _record in consumer:
             seen += 1
             if seen >= records:
                 break
-        return (seen - 1) / (time.perf_counter() - first_at)
+        return _rate(seen - 1, started)
 
 
 async def aiokafka_assigned(bootstrap: str, topic: str, records: int) -> float:
@@ -257,8 +279,9 @@ else:
 
 async def run(
     bootstrap: str, topic: str, repeats: int, records: int, loads: list[float]
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     results: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    cpu: dict[str, list[float]] = {name: [] for name in VARIANTS}
     names = list(VARIANTS)
     for name in names:  # warm up: imports, connections, the broker's page cache
         await VARIANTS[name](bootstrap, topic, min(records, 5_000))
@@ -268,8 +291,13 @@ async def run(
         for name in names[shift:] + names[:shift]:
             rate = await VARIANTS[name](bootstrap, topic, records)
             results[name].append(rate)
-            print(f"repeat {repeat + 1}/{repeats} {name:18s} {rate:12,.0f} records/s", flush=True)
-    return results
+            cpu[name].append(_cpu_rates[-1])
+            print(
+                f"repeat {repeat + 1}/{repeats} {name:18s} {rate:12,.0f} records/s "
+                f"{_cpu_rates[-1]:12,.0f} per CPU second",
+                flush=True,
+            )
+    return results, cpu
 
 
 def plot(report: Report, path: Path) -> bool:
@@ -311,9 +339,12 @@ def main(argv: list[str] | None = None) -> int:
         kafka.create_topic(topic, PARTITIONS)
         asyncio.run(fill(kafka.bootstrap_servers, topic, args.records, args.record_bytes))
         loads: list[float] = []
-        results = asyncio.run(run(kafka.bootstrap_servers, topic, args.repeats, args.records, loads))
+        results, cpu = asyncio.run(run(kafka.bootstrap_servers, topic, args.repeats, args.records, loads))
         env = environment(kafka.version, packages=("aiokafka", "staticconsumer", "confluent-kafka"))
-    variants = [Variant(name, spread(samples)) for name, samples in results.items()]
+    variants = [Variant(name, spread(samples), spread(cpu[name])) for name, samples in results.items()]
+    cpu_medians = {name: spread(samples).median for name, samples in cpu.items()}
+    cpu_to_assigned = cpu_medians["staticconsumer"] / cpu_medians["aiokafka-assigned"]
+    cpu_to_group = cpu_medians["staticconsumer"] / cpu_medians["aiokafka-group"]
     medians = {v.variant: v.records_per_second.median for v in variants}
     to_assigned = medians["staticconsumer"] / medians["aiokafka-assigned"]
     to_group = medians["staticconsumer"] / medians["aiokafka-group"]
@@ -343,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         None if confluent_ratio is None else round(confluent_ratio, 4),
         None if confluent_aio_ratio is None else confluent_aio_ratio >= CONFLUENT_TARGET,
         loads,
+        round(cpu_to_assigned, 4),
+        round(cpu_to_group, 4),
         BATCH,
     )
     path = write_json(report, NAME)
@@ -358,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"StaticConsumer async for / getmany {iterate:.3f} (per repeat {paired}): "
         f"target (>= {ITERATE_TARGET}) {'MET' if report.iterate_target_met else 'NOT MET'}"
+    )
+    print(
+        f"By CPU: StaticConsumer / aiokafka assigned {cpu_to_assigned:.3f}, "
+        f"/ aiokafka group {cpu_to_group:.3f}"
     )
     if confluent_aio_ratio is not None and confluent_ratio is not None:
         print(

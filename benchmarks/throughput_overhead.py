@@ -309,17 +309,22 @@ def plot(report: Report, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    figure, axis = plt.subplots(figsize=(7, 4))
-    axis.boxplot([v.records_per_second.samples for v in report.variants], patch_artist=True)
-    axis.set_xticks(range(1, len(report.variants) + 1))
-    axis.set_xticklabels([v.variant for v in report.variants])
-    axis.set_ylabel("records/s (getmany)")
-    axis.set_title(
+    panels = [("records/s (wall clock)", [v.records_per_second for v in report.variants])]
+    if all(v.records_per_cpu_second is not None for v in report.variants):
+        panels.append(("records per CPU second", [v.records_per_cpu_second for v in report.variants]))
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
+    for axis, (label, spreads) in zip(axes[0], panels, strict=True):
+        axis.boxplot([s.samples for s in spreads if s is not None], patch_artist=True)
+        axis.set_xticks(range(1, len(report.variants) + 1))
+        axis.set_xticklabels([v.variant for v in report.variants], rotation=30, ha="right", fontsize=8)
+        axis.set_ylabel(label)
+        axis.grid(axis="y", alpha=0.3)
+    figure.suptitle(
         f"Throughput, {report.records_per_run:,} records of {report.record_bytes} B, "
-        f"{report.partitions} partitions ({report.variants[0].records_per_second.runs} runs each)",
+        f"{report.partitions} partitions, batches of {report.max_records or 1000} "
+        f"({report.variants[0].records_per_second.runs} runs each)",
         fontsize=10,
     )
-    axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=80)
     plt.close(figure)

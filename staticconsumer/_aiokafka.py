@@ -623,9 +623,10 @@ def fetch_partitions(consumer: Any, partitions: list[Any], topics: frozenset[str
     track_topics(consumer, topics)
 
 
-def fetched_now(consumer: Any, partitions: list[Any]) -> dict[Any, list[Any]]:
-    """The records the fetcher has already fetched from ``partitions`` (up to max_poll_records), taken
-    without suspending, so the caller can hold the partitions back before the fetcher reads ahead.
+def fetched_now(consumer: Any, partitions: list[Any], max_records: int | None = None) -> dict[Any, list[Any]]:
+    """The records the fetcher has already fetched from ``partitions`` (up to ``max_records``, else
+    max_poll_records), taken without suspending: so the caller can hold the partitions back before the
+    fetcher reads ahead, and a poll whose records are ready costs no task and no loop iteration.
 
     ``getmany(timeout_ms=0)`` does the same but is a coroutine the caller would have to await; this
     drives aiokafka's ``fetched_records`` for its one synchronous step. Errors of the fetch (offset out
@@ -634,7 +635,8 @@ def fetched_now(consumer: Any, partitions: list[Any]) -> dict[Any, list[Any]]:
     fetcher = getattr(consumer, "_fetcher", None)
     if fetcher is None:  # not aiokafka's consumer (a test double): the caller fetches as usual
         return {}
-    coroutine = fetcher.fetched_records(partitions, 0, max_records=consumer._max_poll_records)
+    limit = max_records or consumer._max_poll_records
+    coroutine = fetcher.fetched_records(partitions, 0, max_records=limit)
     try:
         coroutine.send(None)
     except StopIteration as done:

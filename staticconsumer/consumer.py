@@ -498,7 +498,12 @@ class StaticConsumer:
                 await self._wait_for_change(remaining)
                 continue
             holding = self._partitions.holding(owned)
-            records = await self._interruptible_fetch(owned, remaining, max_records)
+            fetch_from = [KafkaTopicPartition(tp.topic, tp.partition) for tp in owned]
+            # Records already fetched are taken without suspending: waiting on the fetcher (two tasks and
+            # an asyncio.wait) costs several loop iterations a poll, a tenth of getmany's throughput.
+            records = _aiokafka.fetched_now(self._fetcher, fetch_from, max_records) or (
+                await self._interruptible_fetch(fetch_from, remaining, max_records)
+            )
             self._raise_if_unusable()
             if records is None:
                 if time.monotonic() >= deadline:
@@ -534,14 +539,14 @@ class StaticConsumer:
         return result
 
     async def _interruptible_fetch(
-        self, owned: Partitions, seconds: float, max_records: int | None
+        self, owned: list[KafkaTopicPartition], seconds: float, max_records: int | None
     ) -> dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]] | None:
         """One fetch from ``owned``, or None when the ownership changed while it waited."""
         assert self._fetcher is not None
         self._changed.clear()
         fetch = asyncio.ensure_future(
             self._fetcher.getmany(
-                *(KafkaTopicPartition(tp.topic, tp.partition) for tp in owned),
+                *owned,
                 timeout_ms=int(seconds * 1000),
                 max_records=max_records,
             )

@@ -200,3 +200,31 @@ async def test_neither_client_opens_a_bootstrap_connection_of_its_own(
     async with consumer:
         assert len(await consume(consumer, 10)) == 10
     assert bootstraps == [], "a client bootstrapped over a connection of its own"
+
+
+async def test_getmany_hands_over_records_already_fetched_without_suspending(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    """The throughput path: a poll whose records the fetcher already holds completes in one step (no
+    task, no event-loop iteration), continues exactly where the last poll ended, and moves the
+    position commits use."""
+    topic = create_topic(partitions=1)
+    await produce(kafka_broker.bootstrap_servers, topic, 20)
+    tp = TopicPartition(topic, 0)
+    async with StaticConsumer(
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        group_id=unique_group,
+        group_instance_id="ready-0",
+        enable_auto_commit=False,
+        **FAST,
+    ) as consumer:
+        first = await consumer.getmany(timeout_ms=10_000, max_records=5)
+        assert [r.offset for r in first[tp]] == [0, 1, 2, 3, 4]
+        poll = consumer.getmany(max_records=5)
+        with pytest.raises(StopIteration) as done:
+            poll.send(None)  # the fetcher holds offsets 5-19 from the same fetch: nothing to wait for
+        assert [r.offset for r in done.value.value[tp]] == [5, 6, 7, 8, 9]
+        assert await consumer.position(tp) == 10
+        await consumer.commit()
+        assert await consumer.committed(tp) == 10

@@ -364,8 +364,12 @@ class MembershipLoop:
 
     def _dispatch(self, action: actions.Action) -> None:
         if isinstance(action, actions.SendJoinGroup):
-            action = self.joining(action)
             self._rejoining()
+            if self._topics.pattern is not None:
+                join = action
+                self._spawn(lambda: self._join_matched(join))
+                return
+            action = self.joining(action)
         spec = REQUESTS.get(type(action))
         if spec is not None:
             self._spawn(lambda: self._request(action, spec))
@@ -722,6 +726,25 @@ class MembershipLoop:
         if changed is not None and self.machine.state is not MemberState.NOT_STARTED:
             added, removed = changed
             self.update_protocols(f"subscription pattern now matches +{sorted(added)} -{sorted(removed)}")
+
+    async def _join_matched(self, join: actions.SendJoinGroup) -> None:
+        """Join with the pattern matched against fresh metadata, as aiokafka and Java do: the rebalance may
+        come from a member that saw a new topic before this one did. Joining with the old match would get
+        none of that topic, and this member's own refresh would rebalance the group once more. The machine
+        is not told (an UpdateProtocols would ask for one more join); the periodic watch then finds no
+        change. A failed read joins with the last match."""
+        try:
+            async with asyncio.timeout(self.config.request_timeout_ms / 1000):
+                existing = await _aiokafka.topic_partitions(
+                    self._client, None, internal=not self._topics.exclude_internal
+                )
+            changed = self._topics.refresh(existing)
+            if changed is not None:
+                added, removed = changed
+                log.info("joining with the pattern now matching +%s -%s", sorted(added), sorted(removed))
+        except Exception as error:
+            log.info("metadata for the subscription pattern before joining failed: %r", error)
+        await self._request(self.joining(join), REQUESTS[actions.SendJoinGroup])
 
     async def _watch_pattern(self) -> None:
         """Rejoin with a new subscription when topics matching the pattern appear or disappear."""

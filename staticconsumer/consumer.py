@@ -27,6 +27,7 @@ import assignors as assignor_lib
 from staticconsumer import _aiokafka, _inputs
 from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
+from staticconsumer.connection.monitor import lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConfigurationError,
@@ -65,6 +66,33 @@ POLL_TICK = 0.01
 """Seconds between two rounds of the per-poll work (the liveness report, the auto-commit check, the
 record tracer's look for an SDK) while ``getone``/``async for`` hand over buffered records: each is
 cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway."""
+
+
+class _Changed(asyncio.Event):
+    """The ownership changed (an assignment, a revoke, stop): an Event that also resolves the plain
+    futures :meth:`future` hands out, so a fetch waits for it beside the fetch itself without a task of
+    its own per getmany (an idle consumer polls about once a second; issue 27: idle CPU)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._futures: set[asyncio.Future[None]] = set()
+
+    def set(self) -> None:
+        super().set()
+        futures, self._futures = self._futures, set()
+        for future in futures:
+            if not future.done():
+                future.set_result(None)
+
+    def future(self) -> asyncio.Future[None]:
+        """Resolved at the next set() (not by one before)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._futures.add(future)
+        return future
+
+    def forget(self, future: asyncio.Future[None]) -> None:
+        self._futures.discard(future)
+        future.cancel()
 
 
 class StaticConsumer:
@@ -133,7 +161,7 @@ class StaticConsumer:
         self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._rebalance_protocol = rebalance_protocol_of(self._assignors)
-        self._changed = asyncio.Event()
+        self._changed = _Changed()
         self._partitions = ApplicationPartitions(
             ConsumerRebalanceListener() if listener is None else _inputs.listener(listener), self._changed.set
         )
@@ -267,7 +295,9 @@ class StaticConsumer:
                         await pending  # settles it: no "exception was never retrieved"
             client = _aiokafka.fetcher_client(fetcher)
             self._monitor.watch(client)
-            self._monitor_task = asyncio.create_task(self._monitor.run(client))
+            self._monitor_task = asyncio.create_task(
+                self._monitor.run(client, idle_interval_s=lag_tick_s(s.request_timeout_ms))
+            )
             await self._partitions.attach(fetcher)
             if self._subscription.pattern is None:  # a pattern's topics are known only once matched
                 self._warm_task = asyncio.create_task(
@@ -546,11 +576,11 @@ class StaticConsumer:
                 max_records=max_records,
             )
         )
-        interrupt = asyncio.ensure_future(self._changed.wait())
+        interrupt = self._changed.future()
         try:
             await asyncio.wait({fetch, interrupt}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            interrupt.cancel()
+            self._changed.forget(interrupt)
         if fetch.done():
             result: dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]] = fetch.result()
             return result

@@ -84,20 +84,22 @@ MIN_VERSIONS_FOR_STATIC: Mapping[type[Message], int] = {
 }
 """The first version of each API that carries group.instance.id (KIP-345, Kafka 2.3)."""
 
-POLL_REPORT_MAX_SECONDS = 1.0
+POLL_REPORT_MAX_SECONDS = 3.0
 """At most this long between two PollCalled events while the application polls.
 
-Each event wakes the membership thread (a cross-thread wakeup and a machine step). At one per 50 ms,
-a consumer polling in a loop woke it twenty times a second to move a deadline measured in minutes, about
-half of an idle member's CPU. A poll after a longer pause is always reported at once, so a member that
-waits for the application after a poll timeout rejoins as soon as it polls again."""
+Each event wakes the membership thread (a cross-thread wakeup, a GIL handoff and a machine step). At one
+per 50 ms, a consumer polling in a loop woke it twenty times a second to move a deadline measured in
+minutes; at one a second it was still the largest wake-up of an idle member beside its heartbeats (issue
+27: idle CPU per member at or below aiokafka's). A poll after a longer pause is always reported at once,
+so a member that waits for the application after a poll timeout rejoins as soon as it polls again."""
 
 POLL_REPORT_SHARE = 0.01
 """...and at most this share of ``max.poll.interval.ms``, so the poll deadline the machine keeps is never
-more than 1 % early (with the default 300 s, 1 % is 3 s, so the 1 s cap applies)."""
+more than 1 % early (with the default 300 s, 1 % is 3 s: the cap and the share agree)."""
 
-APPLICATION_WATCH_SECONDS = 1.0
-"""How often the membership thread checks that the application's event loop still exists."""
+APPLICATION_WATCH_SECONDS = 5.0
+"""How often the membership thread checks that the application's event loop still exists: seldom, since
+each check wakes an idle member's thread (an orphan then stops within seconds, well within a session)."""
 
 
 async def check_static_membership_supported(client: Any) -> None:
@@ -563,7 +565,7 @@ class MembershipThread:
                 self._monitor.watch(client)
                 self._monitor.watch_topics(named)
                 self._monitor.install()
-                tasks.append(asyncio.ensure_future(self._monitor.run(client)))
+                tasks.append(asyncio.ensure_future(self._monitor.run(client, watch_lag=False)))
             if settings.group_protocol == "consumer":
                 log.info(
                     "group %s: consumer group protocol, the broker assigns (remote assignor %s)",

@@ -175,6 +175,10 @@ class StaticConsumer:
         self._identity: tuple[str, str] | None = None
         self._stopping = False
         self._last_auto_commit = time.monotonic()
+        self._auto_committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        """What the last auto-commit committed: the same offsets again are not sent (an idle consumer's
+        commit every 5 s crossed to the membership thread and back for nothing; issue 27: idle CPU).
+        Kafka keeps a live group's offsets however long ago they were committed (KIP-211)."""
         self._auto_commit_task: asyncio.Task[None] | None = None
 
     def _record_tracer(
@@ -679,6 +683,7 @@ class StaticConsumer:
                 return
         if not to_commit:
             return
+        self._auto_committed = {}  # the group's offsets may differ from the last auto-commit's now
         await membership.commit(to_commit, caller=caller)
 
     def _maybe_auto_commit(self, now: float) -> None:
@@ -691,17 +696,19 @@ class StaticConsumer:
             return
         self._last_auto_commit = now
         offsets = self._partitions.positions()
-        if offsets:
+        if offsets and offsets != self._auto_committed:
             self._auto_commit_task = asyncio.create_task(self._auto_commit(membership, offsets))
 
-    @staticmethod
     async def _auto_commit(
-        membership: MembershipThread, offsets: dict[TopicPartition, OffsetAndMetadata]
+        self, membership: MembershipThread, offsets: dict[TopicPartition, OffsetAndMetadata]
     ) -> None:
         try:
             await membership.commit(offsets)
         except Exception as error:
+            self._auto_committed = {}
             log.info("auto-commit of %d offsets did not complete: %s", len(offsets), error)
+        else:
+            self._auto_committed = offsets
 
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset of ``partition`` (any partition, owned or not), None when the

@@ -680,7 +680,8 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
             f"{o.restart_seconds:.0f} s to be ready). Connection attempts per consumer after the first 5 s: "
             f"{_spread(o.connects_per_consumer_per_second, '/s')} (per process, target <= 2); "
             f"connected again after the port answered: {_spread(o.reconnected_after_return, ' s')}; "
-            f"first new record after its acknowledgement: {_spread(o.first_record_after_return, ' s')}; "
+            f"first new record after its acknowledgement: {_spread(o.first_record_after_return, ' s')} "
+            "(below 0: the member had it before the producer saw the acknowledgement); "
             f"members back within 2 s: {o.members_back_within_2s} of {o.members}; records lost: {o.lost}; "
             f"rebalances: {o.rebalances}; partitions revoked: {o.revoked}.",
             "",

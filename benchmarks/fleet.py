@@ -262,13 +262,25 @@ async def _produce(
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     acknowledged: dict[str, float] = {}
+
+    def done(key: str, sent: asyncio.Future[Any]) -> None:
+        if not sent.cancelled() and sent.exception() is None:
+            acknowledged[key] = time.time()
+
+    wanted = [(p, f"{prefix}-{p}-{i}") for p in range(partitions) for i in range(per_partition)]
+    deadline = time.monotonic() + 120
     try:
-        for p in range(partitions):
-            for i in range(per_partition):
-                key = f"{prefix}-{p}-{i}"
+        while missing := [(p, key) for p, key in wanted if key not in acknowledged]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(missing)} records not acknowledged within 120 s")
+            sends = []
+            for p, key in missing:  # right after a broker restart, partitions wait for their leaders
                 sent = await producer.send(topic, b"v", key=key.encode(), partition=p)
-                sent.add_done_callback(lambda _, k=key: acknowledged.__setitem__(k, time.time()))
-        await producer.flush()
+                sent.add_done_callback(lambda f, k=key: done(k, f))
+                sends.append(sent)
+            await asyncio.gather(*sends, return_exceptions=True)
+            if len(acknowledged) < len(wanted):
+                await asyncio.sleep(0.5)
     finally:
         await producer.stop()
     return acknowledged

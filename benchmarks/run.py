@@ -99,6 +99,20 @@ BENCHMARKS = (
         ("--scale", "0.01", "--deploys", "5", "--groups", "4"),
         full_result="analytics_fleet_scale0.1",
     ),
+    Benchmark(
+        "idle_cpu",
+        "benchmarks.idle_cpu:Report",
+        ("--members", "20", "--seconds", "20", "--repeats", "3"),
+        ("--members", "3", "--seconds", "5", "--repeats", "1"),
+        takes_out=False,
+    ),
+    Benchmark(
+        "fleet",
+        "benchmarks.fleet:Report",
+        ("--members", "30"),  # 300 when the machine is quiet: `python -m benchmarks.fleet --members 300`
+        ("--members", "6", "--small", "2", "--processes", "2", "--down", "8"),
+        takes_out=False,
+    ),
 )
 BY_NAME = {b.name: b for b in BENCHMARKS}
 
@@ -263,6 +277,8 @@ def render(results: dict[str, bytes], figures: set[str]) -> str:
         ("codec", _codec),
         ("assignors", _assignors),
         ("analytics_fleet", _analytics_fleet),
+        ("idle_cpu", _idle_cpu),
+        ("fleet", _fleet),
     ]
     for name, section in sections:
         if name in grouped:
@@ -665,6 +681,75 @@ def _throughput(report: Any, figures: set[str]) -> list[str]:
         *load,
         *_figure("throughput_overhead", figures, "throughput: records/s per consumer"),
     ]
+
+
+def _idle_cpu(report: Any, figures: set[str]) -> list[str]:
+    rows = [[f"`{v.variant}`", _spread(v.cpu_ms_per_member_second, " ms")] for v in report.variants]
+    return [
+        "## Idle CPU per member",
+        "",
+        f"{report.members} idle consumers in one group and one process per run, each holding one partition "
+        f"of an empty topic and calling `getmany(timeout_ms=1000)`; CPU time of the whole process "
+        f"(every thread) over {report.seconds:.0f} s, per member and wall second, runs interleaved. "
+        "`aiokafka` is AIOKafkaConsumer in the group (dynamic, its defaults). `benchmarks/idle_cpu.py`.",
+        "",
+        *_table(["consumer", "CPU per member and second"], rows),
+        f"StaticConsumer's median over aiokafka's: {report.ratio:.2f}. Target (at most aiokafka's, ratio "
+        f"<= 1): {'met' if report.target_met else '**not met**'}.",
+        "",
+    ]
+
+
+def _fleet(report: Any, figures: set[str]) -> list[str]:
+    rows = [
+        [
+            str(b.members),
+            f"{b.partitions} / {b.processes}",
+            str(b.rebalances),
+            str(b.revoked_from_others),
+            _spread(b.restart_to_first_record, " s"),
+            _spread(b.restart_to_started, " s"),
+        ]
+        for b in report.bounces
+    ]
+    out = [
+        f"## Fleet: {report.bounces[-1].members} static members, rolling bounce and broker restart",
+        "",
+        "Static members packed in a few worker processes on one broker, auto-commit off; every member in "
+        "turn is stopped (no LeaveGroup) and started again with its instance id, the next once the last "
+        "has its first record. Both sizes in the same run. `benchmarks/fleet.py`.",
+        "",
+        *_table(
+            [
+                "members",
+                "partitions / processes",
+                "rebalances",
+                "revoked from others",
+                "restart to first record",
+                "restart to start() returned",
+            ],
+            rows,
+        ),
+        f"Restart-to-first-record median at N={report.bounces[-1].members} over "
+        f"N={report.bounces[0].members}: {report.ratio_first_record:.2f} (target <= 1.2).",
+        "",
+    ]
+    o = report.broker_restart
+    if o is not None:
+        out += [
+            f"Broker stopped under all {o.members} members and started again on the same port and data: "
+            f"down {o.down_seconds:.0f} s (stop to its port answering; the JVM took "
+            f"{o.restart_seconds:.0f} s to be ready). Connection attempts per consumer after the first 5 s: "
+            f"{_spread(o.connects_per_consumer_per_second, '/s')} (per process, target <= 2); "
+            f"connected again after the port answered: {_spread(o.reconnected_after_return, ' s')}; "
+            f"first new record after its acknowledgement: {_spread(o.first_record_after_return, ' s')} "
+            "(below 0: the member had it before the producer saw the acknowledgement); "
+            f"members back within 2 s: {o.members_back_within_2s} of {o.members}; records lost: {o.lost}; "
+            f"rebalances: {o.rebalances}; partitions revoked: {o.revoked}.",
+            "",
+        ]
+    met = ", ".join(f"{k} {'met' if v else '**not met**'}" for k, v in report.targets.items())
+    return [*out, f"Targets: {met}.", ""]
 
 
 def _telemetry(report: Any, figures: set[str]) -> list[str]:

@@ -23,6 +23,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 from staticconsumer import _aiokafka, _inputs
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
+from staticconsumer.connection.monitor import lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.consumer import StaticConsumer, _fetcher_options, _settings_from
 from staticconsumer.errors import ConfigurationError, ConsumerStoppedError, IllegalStateError
@@ -127,7 +128,9 @@ class GrouplessConsumer(StaticConsumer):
         monitor.watch(client)
         monitor.watch_topics(self._topics)
         monitor.install()
-        self._monitor_task = asyncio.create_task(monitor.run(client))
+        self._monitor_task = asyncio.create_task(
+            monitor.run(client, idle_interval_s=lag_tick_s(s.request_timeout_ms))
+        )
 
     async def stop(self, leave_group: bool = False) -> None:
         """Close the connections. ``leave_group`` is accepted for the group consumer's signature; there is

@@ -27,6 +27,7 @@ import assignors as assignor_lib
 from staticconsumer import _aiokafka, _inputs
 from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
+from staticconsumer.connection.monitor import lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConfigurationError,
@@ -65,6 +66,33 @@ POLL_TICK = 0.01
 """Seconds between two rounds of the per-poll work (the liveness report, the auto-commit check, the
 record tracer's look for an SDK) while ``getone``/``async for`` hand over buffered records: each is
 cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway."""
+
+
+class _Changed(asyncio.Event):
+    """The ownership changed (an assignment, a revoke, stop): an Event that also resolves the plain
+    futures :meth:`future` hands out, so a fetch waits for it beside the fetch itself without a task of
+    its own per getmany (an idle consumer polls about once a second; issue 27: idle CPU)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._futures: set[asyncio.Future[None]] = set()
+
+    def set(self) -> None:
+        super().set()
+        futures, self._futures = self._futures, set()
+        for future in futures:
+            if not future.done():
+                future.set_result(None)
+
+    def future(self) -> asyncio.Future[None]:
+        """Resolved at the next set() (not by one before)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._futures.add(future)
+        return future
+
+    def forget(self, future: asyncio.Future[None]) -> None:
+        self._futures.discard(future)
+        future.cancel()
 
 
 class StaticConsumer:
@@ -133,7 +161,7 @@ class StaticConsumer:
         self._version_caps = dict(api_version_caps or {})
         self._assignors = [assignor_lib.create(name) for name in self.settings.assignors]
         self._rebalance_protocol = rebalance_protocol_of(self._assignors)
-        self._changed = asyncio.Event()
+        self._changed = _Changed()
         self._partitions = ApplicationPartitions(
             ConsumerRebalanceListener() if listener is None else _inputs.listener(listener), self._changed.set
         )
@@ -147,6 +175,10 @@ class StaticConsumer:
         self._identity: tuple[str, str] | None = None
         self._stopping = False
         self._last_auto_commit = time.monotonic()
+        self._auto_committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        """What the last auto-commit committed: the same offsets again are not sent (an idle consumer's
+        commit every 5 s crossed to the membership thread and back for nothing; issue 27: idle CPU).
+        Kafka keeps a live group's offsets however long ago they were committed (KIP-211)."""
         self._auto_commit_task: asyncio.Task[None] | None = None
 
     def _record_tracer(
@@ -267,7 +299,9 @@ class StaticConsumer:
                         await pending  # settles it: no "exception was never retrieved"
             client = _aiokafka.fetcher_client(fetcher)
             self._monitor.watch(client)
-            self._monitor_task = asyncio.create_task(self._monitor.run(client))
+            self._monitor_task = asyncio.create_task(
+                self._monitor.run(client, idle_interval_s=lag_tick_s(s.request_timeout_ms))
+            )
             await self._partitions.attach(fetcher)
             if self._subscription.pattern is None:  # a pattern's topics are known only once matched
                 self._warm_task = asyncio.create_task(
@@ -551,11 +585,11 @@ class StaticConsumer:
                 max_records=max_records,
             )
         )
-        interrupt = asyncio.ensure_future(self._changed.wait())
+        interrupt = self._changed.future()
         try:
             await asyncio.wait({fetch, interrupt}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            interrupt.cancel()
+            self._changed.forget(interrupt)
         if fetch.done():
             result: dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]] = fetch.result()
             return result
@@ -654,6 +688,7 @@ class StaticConsumer:
                 return
         if not to_commit:
             return
+        self._auto_committed = {}  # the group's offsets may differ from the last auto-commit's now
         await membership.commit(to_commit, caller=caller)
 
     def _maybe_auto_commit(self, now: float) -> None:
@@ -666,17 +701,19 @@ class StaticConsumer:
             return
         self._last_auto_commit = now
         offsets = self._partitions.positions()
-        if offsets:
+        if offsets and offsets != self._auto_committed:
             self._auto_commit_task = asyncio.create_task(self._auto_commit(membership, offsets))
 
-    @staticmethod
     async def _auto_commit(
-        membership: MembershipThread, offsets: dict[TopicPartition, OffsetAndMetadata]
+        self, membership: MembershipThread, offsets: dict[TopicPartition, OffsetAndMetadata]
     ) -> None:
         try:
             await membership.commit(offsets)
         except Exception as error:
+            self._auto_committed = {}
             log.info("auto-commit of %d offsets did not complete: %s", len(offsets), error)
+        else:
+            self._auto_committed = offsets
 
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset of ``partition`` (any partition, owned or not), None when the

@@ -39,6 +39,20 @@ LOOP_LAG_THRESHOLD_S = 1.0
 """A loop that did not run for this long (beyond its tick) is blocked: its timeouts are the loop's fault."""
 LOOP_LAG_GRACE_S = 2.0
 """How long after a block ends the timeouts it caused may still be reported (they fire as it ends)."""
+BUSY_TICK_S = 0.5
+"""How often :meth:`ConnectionMonitor.run` turns while a broker is down or a topic lost: reconnects are
+due and recovery is to be noticed."""
+IDLE_TICK_S = 1.0
+"""How often it turns on a loop whose lag it measures while all is well, unless told (:func:`lag_tick_s`)."""
+
+
+def lag_tick_s(request_timeout_ms: int) -> float:
+    """How often :meth:`ConnectionMonitor.run` measures an application loop's lag while all is well.
+
+    A block is measured to within one turn, and only a block about as long as request.timeout.ms makes a
+    request time out: a quarter of it (0.5 to 10 s) still measures such a block as at least 3/4 of it,
+    above the threshold, while an idle consumer's loop is not woken every half second (issue 27)."""
+    return min(10.0, max(BUSY_TICK_S, request_timeout_ms / 4000))
 
 
 class ConnectionState(enum.Enum):
@@ -104,6 +118,9 @@ class ConnectionMonitor:
         self._blocks: dict[asyncio.AbstractEventLoop, tuple[float, float]] = {}
         """Per loop: when its last block ended, and how long it was."""
         self._lag_log = CauseLog(logger, clock=clock)
+        self._wakers: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+        """Per loop running :meth:`run`: set (thread-safely) when an outage or a lost topic begins, so an
+        idle loop sleeps instead of polling for them."""
 
     # -- what the consumer reads --------------------------------------------------------------------
 
@@ -162,33 +179,68 @@ class ConnectionMonitor:
                 outage.suppressed,
             )
 
-    async def run(self, client: Any | None = None, interval_s: float = 0.5) -> None:
+    async def run(
+        self,
+        client: Any | None = None,
+        interval_s: float = BUSY_TICK_S,
+        *,
+        watch_lag: bool = True,
+        idle_interval_s: float = IDLE_TICK_S,
+    ) -> None:
         """Until cancelled: notice brokers that answer again, and ask the clients to reconnect to the
         unreachable ones with backoff (reconnect failures are folded like any other).
+
+        It turns every ``interval_s`` only while something is down. Otherwise it turns every
+        ``idle_interval_s`` to measure the loop's lag (``watch_lag``, for the application's loop), or
+        sleeps until an outage begins (the membership thread's loop, which the application cannot
+        block): an idle consumer's loops are not woken for nothing.
 
         A client may only be driven from its own event loop: with clients on several loops (the
         membership thread's and the application's), run one ``run(client)`` on each loop.
         """
         reconnects: set[asyncio.Task[bool]] = set()
         loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+        with self._lock:
+            self._wakers[loop] = wake
         try:
             while True:
-                self._tick(loop, interval_s)
                 for owner, node_id in self._due_reconnects(client):
                     task = asyncio.create_task(_aiokafka.reconnect(owner, node_id))
                     reconnects.add(task)
                     task.add_done_callback(reconnects.discard)
                 self.check_recovery()
-                await asyncio.sleep(interval_s)
+                wake.clear()
+                wait = self._next_wait(interval_s, idle_interval_s if watch_lag else None)
+                if watch_lag:
+                    self._tick(loop, idle_interval_s if wait is None else wait)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await wake.wait()
         finally:
             with self._lock:
                 self._ticks.pop(loop, None)
                 self._blocks.pop(loop, None)
+                self._wakers.pop(loop, None)
             for task in list(reconnects):
                 task.cancel()
             for task in list(reconnects):
                 with contextlib.suppress(BaseException):
                     await task
+
+    def _next_wait(self, busy_s: float, idle_s: float | None) -> float | None:
+        """Until the next turn of :meth:`run`: ``busy_s`` while a broker is down or a topic lost."""
+        with self._lock:
+            busy = bool(self._outages or self._lost_topics)
+        return busy_s if busy else idle_s
+
+    def _wake(self) -> None:
+        """An outage or a lost topic began: every loop running :meth:`run` turns now (from any thread)."""
+        with self._lock:
+            wakers = list(self._wakers.items())
+        for loop, wake in wakers:
+            with contextlib.suppress(RuntimeError):  # that loop is closing
+                loop.call_soon_threadsafe(wake.set)
 
     # -- transitions (also callable directly, e.g. by the consumer on its own request failures) ------
 
@@ -221,6 +273,7 @@ class ConnectionMonitor:
             max(len(known), down),
             state.value,
         )
+        self._wake()
         if changed and self._on_change is not None:
             self._on_change(state)
 
@@ -325,6 +378,7 @@ class ConnectionMonitor:
                 self._lost_topics[topic] += 1
                 return True
             self._lost_topics[topic] = 0
+        self._wake()
         why = "this principal may not DESCRIBE it" if noise.unauthorized else "deleted?"
         self._logger.warning(
             "%s: topic %r is missing from the cluster metadata (%s); its partitions are not fetched, and "

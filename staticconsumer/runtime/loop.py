@@ -146,8 +146,15 @@ class MembershipLoop:
         metadata_refresh_ms: int = 300_000,
         version_caps: Mapping[str, int] | None = None,
         known_coordinator: CoordinatorAddress | None = None,
+        polled: Callable[[], float] | None = None,
     ) -> None:
         self.machine = machine
+        self._polled = polled
+        """When the application last polled (monotonic seconds), read at every step: polls since the last
+        step are told to the machine then, rather than each waking this thread (issue 27: idle CPU). The
+        machine steps at least every heartbeat interval while joined, and at its poll deadline."""
+        self._poll_told = float("-inf")
+        self._last_now = float("-inf")
         self._known_coordinator = known_coordinator
         """Found by the access check a moment before: answers the machine's first FindCoordinator, if that
         comes within :data:`KNOWN_COORDINATOR_SECONDS` (not after a wait for the first subscribe())."""
@@ -327,6 +334,14 @@ class MembershipLoop:
             self.stopped.set()
 
     async def _step(self, event: events.Event) -> None:
+        if isinstance(event, events.PollCalled):
+            self._poll_told = max(self._poll_told, event.now)
+        elif self._polled is not None and not isinstance(event, events.Start):
+            polled = self._polled()
+            if polled > self._poll_told:
+                self._poll_told = polled
+                await self._step(events.PollCalled(now=max(polled, self._last_now)))
+        self._last_now = max(self._last_now, event.now)
         produced = self.machine.handle(event)
         for observer in self._observers:
             try:

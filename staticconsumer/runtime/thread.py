@@ -91,20 +91,21 @@ MIN_VERSIONS_FOR_STATIC: Mapping[type[Message], int] = {
 }
 """The first version of each API that carries group.instance.id (KIP-345, Kafka 2.3)."""
 
-POLL_REPORT_MAX_SECONDS = 1.0
-"""At most this long between two PollCalled events while the application polls.
+POLL_REPORT_MAX_SECONDS = 3.0
+"""A poll this long after the previous one (a pause) is told to the membership thread at once, so a member
+that waits for the application after a poll timeout rejoins as soon as it polls again.
 
-Each event wakes the membership thread (a cross-thread wakeup and a machine step). At one per 50 ms,
-a consumer polling in a loop woke it twenty times a second to move a deadline measured in minutes, about
-half of an idle member's CPU. A poll after a longer pause is always reported at once, so a member that
-waits for the application after a poll timeout rejoins as soon as it polls again."""
+Other polls wake nothing: the membership loop reads the last poll's time at its next step (a heartbeat
+at the latest, or the poll deadline itself). Posting each poll woke the membership thread (a
+cross-thread wakeup, a GIL handoff and a machine step): at one per 50 ms twenty times a second, and at
+one a second still an idle member's largest wake-up beside its heartbeats (issue 27: idle CPU)."""
 
 POLL_REPORT_SHARE = 0.01
-"""...and at most this share of ``max.poll.interval.ms``, so the poll deadline the machine keeps is never
-more than 1 % early (with the default 300 s, 1 % is 3 s, so the 1 s cap applies)."""
+"""...or this share of ``max.poll.interval.ms`` if shorter (with the default 300 s, 1 % is 3 s)."""
 
-APPLICATION_WATCH_SECONDS = 1.0
-"""How often the membership thread checks that the application's event loop still exists."""
+APPLICATION_WATCH_SECONDS = 5.0
+"""How often the membership thread checks that the application's event loop still exists: seldom, since
+each check wakes an idle member's thread (an orphan then stops within seconds, well within a session)."""
 
 
 async def check_static_membership_supported(client: Any) -> None:
@@ -277,7 +278,8 @@ class MembershipThread:
         )
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
         self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
-        self._last_poll_posted = float("-inf")
+        self._polled_at = float("-inf")
+        """When the application last polled; read by the membership loop at each of its steps."""
         self._poll_report_interval = min(
             POLL_REPORT_MAX_SECONDS, settings.max_poll_interval_ms / 1000 * POLL_REPORT_SHARE
         )
@@ -354,13 +356,13 @@ class MembershipThread:
         return watch.missing.missing if watch is not None else frozenset()
 
     def poll_called(self) -> None:
-        """The application polled: told to the membership at most every second (or 1 % of
-        max.poll.interval.ms), and at once after a longer pause."""
+        """The application polled: noted for the membership loop's next step, and posted at once after a
+        pause (see POLL_REPORT_MAX_SECONDS)."""
         now = time.monotonic()
         if not self._running:
             return  # no machine yet (nothing subscribed): there is no poll deadline to keep
-        if now - self._last_poll_posted >= self._poll_report_interval:
-            self._last_poll_posted = now
+        previous, self._polled_at = self._polled_at, now
+        if now - previous >= self._poll_report_interval:
             self._post(events.PollCalled(now=now))
 
     async def commit(
@@ -593,6 +595,7 @@ class MembershipThread:
                     metadata_refresh_ms=settings.metadata_max_age_ms,
                     version_caps=self._version_caps,
                     known_coordinator=access.coordinator,
+                    polled=lambda: self._polled_at,
                 )
             except BaseException as error:
                 _fail(self._ready, error)
@@ -602,7 +605,7 @@ class MembershipThread:
                 self._monitor.watch(client)
                 self._monitor.watch_topics(named)
                 self._monitor.install()
-                tasks.append(asyncio.ensure_future(self._monitor.run(client)))
+                tasks.append(asyncio.ensure_future(self._monitor.run(client, watch_lag=False)))
             if settings.group_protocol == "consumer":
                 log.info(
                     "group %s: consumer group protocol, the broker assigns (remote assignor %s)",

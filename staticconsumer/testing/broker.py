@@ -405,6 +405,34 @@ class EmbeddedKafka:
     def running(self) -> bool:
         return self._jvm is not None and self._jvm.running
 
+    def shut_down(self, *, kill: bool = False) -> None:
+        """Stop the broker's JVM but keep its ports and data, as an operator stopping a server does:
+        :meth:`restart` brings the same broker back. ``kill``: SIGKILL (a crash) instead of SIGTERM
+        (a controlled shutdown)."""
+        if self._jvm is None or not self._jvm.running:
+            raise RuntimeError("the broker is not running: nothing to shut down")
+        if kill:
+            self._jvm.kill()
+        else:
+            self._jvm.terminate()
+
+    def restart(self) -> EmbeddedKafka:
+        """Start the broker stopped by :meth:`shut_down` again, on the same ports with the same data (its
+        topics, committed offsets and groups), and wait until it is ready."""
+        jvm = self._jvm
+        if jvm is None:
+            raise RuntimeError("the broker was never started (or was stopped for good): start() it")
+        if jvm.running:
+            raise RuntimeError("the broker is running: shut_down() it first")
+        for port in (self.port, self.controller_port):
+            if not port_is_free(port):
+                raise PortInUseError(f"port {port} on 127.0.0.1 was taken while the broker was down")
+        started = time.monotonic()
+        jvm.start()
+        self._wait_until_ready()
+        self.start_seconds = time.monotonic() - started
+        return self
+
     # -- topics ---------------------------------------------------------------------------------
 
     async def _create_topics_async(self, topics: Mapping[str, int]) -> None:

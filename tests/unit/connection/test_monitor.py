@@ -5,8 +5,12 @@ tests/integration/test_connection_monitor.py."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +23,7 @@ from aiokafka.errors import KafkaConnectionError, NodeNotReadyError, UnknownTopi
 
 from staticconsumer import _aiokafka
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
+from staticconsumer.connection.monitor import lag_tick_s
 
 
 @dataclass
@@ -305,3 +310,72 @@ def test_a_deleted_topic_flood_is_one_warning_until_the_topic_is_back(
     caplog.clear()
     cluster.error("Topic %s not found in cluster metadata", "orders")
     assert len(_flood(caplog)) == 1, "no longer subscribed: not ours to fold"
+
+
+class Turns:
+    """Counts the turns of ``monitor.run`` (each checks recovery once)."""
+
+    def __init__(self, monitor: ConnectionMonitor) -> None:
+        self.count = 0
+        check = monitor.check_recovery
+
+        def counted() -> None:
+            self.count += 1
+            check()
+
+        monitor.check_recovery = counted  # type: ignore[method-assign]
+
+
+async def test_the_membership_loop_sleeps_until_an_outage_begins_then_turns_until_it_ends() -> None:
+    """Issue 27: an idle member's threads are not woken for nothing; a failure logged on any thread wakes
+    the monitor at once, and it turns at the busy interval until the broker answers again."""
+    monitor = ConnectionMonitor("group 'g'", reconnect_backoff_s=100.0)  # no reconnect falls due here
+    client = _client(9092)
+    monitor.watch(client)
+    monitor.install()
+    turns = Turns(monitor)
+    running = asyncio.create_task(monitor.run(client, interval_s=0.05, watch_lag=False))
+    try:
+        await asyncio.sleep(0.4)
+        assert turns.count == 1, "one turn at the start, then asleep while all is well"
+        failing = threading.Thread(target=_log_connect_failure, args=(1, _refused(9092)))
+        failing.start()
+        failing.join()
+        await asyncio.sleep(0.02)
+        assert turns.count == 2, "woken at once by the outage's first record, from another thread"
+        await asyncio.sleep(0.4)
+        assert turns.count >= 6, "turning every 50 ms while the broker is down"
+        client._conns[(1, "default")] = Connection(up=True)
+        await asyncio.sleep(0.1)
+        assert monitor.state is ConnectionState.CONNECTED
+        settled = turns.count
+        await asyncio.sleep(0.4)
+        assert turns.count == settled, "asleep again once it answers"
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        monitor.close()
+
+
+async def test_the_application_loop_is_measured_at_the_idle_interval_while_all_is_well() -> None:
+    monitor = ConnectionMonitor("group 'g'")
+    turns = Turns(monitor)
+    running = asyncio.create_task(monitor.run(None, watch_lag=True, idle_interval_s=0.1))
+    try:
+        await asyncio.sleep(0.45)
+        assert 4 <= turns.count <= 6, turns.count
+        time.sleep(1.3)  # noqa: ASYNC251 - the application blocks its loop
+        assert monitor.loop_lag() >= 1.0, "a block is still measured between two idle turns"
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+
+
+def test_the_lag_tick_is_a_quarter_of_the_request_timeout_within_bounds() -> None:
+    """A block as long as request.timeout.ms is measured as at least 3/4 of it: above the 1 s threshold."""
+    assert lag_tick_s(40_000) == 10.0
+    assert lag_tick_s(8_000) == 2.0
+    assert lag_tick_s(1_000) == 0.5
+    assert lag_tick_s(600_000) == 10.0

@@ -25,6 +25,7 @@ def loop_for(
     *,
     client: Any = None,
     known_coordinator: CoordinatorAddress | None = None,
+    **options: Any,
 ) -> MembershipLoop:
     """Static member ``pod-0`` of group ``g`` subscribed to ``t``, with the cooperative-sticky assignor."""
     config = MembershipConfig(
@@ -42,4 +43,5 @@ def loop_for(
         client_rack=None,
         auto_commit_on_revoke=True,
         known_coordinator=known_coordinator,
+        **options,
     )

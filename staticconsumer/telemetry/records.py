@@ -42,6 +42,7 @@ from staticconsumer.errors import BrokerError
 from . import attributes as a
 from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
+from .sampling import GENERIC, is_default_w3c, presampler, read_traceparent
 
 Attributes = dict[str, AttributeValue]
 Record = Any
@@ -183,6 +184,7 @@ class _PartitionAttributes:
     consumed records (read by an observable counter: one integer addition per record, where a
     counter's add would cost an SDK measurement)."""
 
+    process_name: str
     process_span: Attributes
     process_metric: Attributes
     poll_metric: Attributes
@@ -239,6 +241,9 @@ class RecordTracer:
         self._tracer = trace.get_tracer(a.SCOPE, version(), tracer_provider=tracer_provider)
         self._instruments = instruments_for(meter_provider)
         self._propagator = propagator
+        self._w3c_checked: TextMapPropagator | None = None
+        self._w3c = False
+        self._presampler: Any | None = None
         self._process_parent = process_parent
         self._key_max_length = key_max_length
         self._max_links = _max_links() if max_links is None else max_links
@@ -304,6 +309,7 @@ class RecordTracer:
             return
         tracer_provider = self._tracer_provider or trace.get_tracer_provider()
         self._tracing_on = not isinstance(tracer_provider, _SILENT_TRACER_PROVIDERS)
+        self._presampler = presampler(tracer_provider) if self._tracing_on else None
         meter_provider = self._meter_provider or metrics.get_meter_provider()
         self._metering_on = type(meter_provider).__name__ not in _SILENT_METER_PROVIDERS
         self.per_record = self._tracing_on or self._metering_on  # once on, never off again
@@ -448,6 +454,7 @@ class RecordTracer:
                 a.MESSAGING_DESTINATION_PARTITION_ID: str(partition),
             }
             found = _PartitionAttributes(
+                process_name=a.span_name(a.OPERATION_PROCESS, topic),
                 process_span={
                     **self.identity,
                     a.MESSAGING_OPERATION_NAME: a.OPERATION_PROCESS,
@@ -472,12 +479,19 @@ class RecordTracer:
         return found
 
     def _producer_context(self, record: Record) -> Context | None:
+        """The producer context the configured propagator reads from the record's headers (read
+        directly for the default W3C propagator: ``sampling.read_traceparent``)."""
         headers = record.headers
         if not headers:
             return None
-        if self._propagator is not None:
-            return self._propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
-        return propagate.extract(headers, context=Context(), getter=HEADERS_GETTER)
+        propagator = self._propagator or propagate.get_global_textmap()
+        if propagator is not self._w3c_checked:
+            self._w3c, self._w3c_checked = is_default_w3c(propagator), propagator
+        if self._w3c:
+            found = read_traceparent(headers)
+            if found is not GENERIC:
+                return found  # type: ignore[return-value]
+        return propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
 
     def _links(self, records: Mapping[Any, Sequence[Record]], *, one_topic: bool) -> list[Link]:
         links: list[Link] = []
@@ -508,18 +522,34 @@ class RecordTracer:
             return _Processing(record, trace.INVALID_SPAN, None, None, started, where.process_metric)
         current = otel_context.get_current()
         ambient = trace.get_current_span(current).get_span_context()
-        parent = current
-        links: list[Link] = []
+        parent, parent_span = current, ambient
+        producer = None
         produced = self._producer_context(record)
         if produced is not None:
             producer = trace.get_current_span(produced).get_span_context()
-            if producer.is_valid:
-                links.append(Link(producer))
+            if not producer.is_valid:
+                producer = None
+            else:
                 mode = self._process_parent
                 if mode is ProcessParent.PRODUCER or (mode is ProcessParent.AUTO and not ambient.is_valid):
-                    parent = produced
-                    if ambient.is_valid:
-                        links.append(Link(ambient))
+                    parent, parent_span = produced, producer
+        sampler = self._presampler
+        if sampler is not None and parent_span.is_valid:
+            name, trace_id = where.process_name, parent_span.trace_id
+            verdict = sampler.should_sample(parent, trace_id, name, SpanKind.CONSUMER)
+            if not verdict.decision.is_recording():
+                # Dropped whatever the attributes and links: the SDK makes the bare span (its ids and
+                # flags), current for the handler so its spans and logs stay in the producer's trace.
+                span = self._tracer.start_span(
+                    where.process_name, context=parent, kind=SpanKind.CONSUMER, start_time=started
+                )
+                token = otel_context.attach(trace.set_span_in_context(span, parent))
+                return _Processing(record, span, token, _current_task(), started, where.process_metric)
+        links: list[Link] = []
+        if producer is not None:
+            links.append(Link(producer))
+            if parent is produced and ambient.is_valid:
+                links.append(Link(ambient))
         attrs: Attributes = {**where.process_span, a.MESSAGING_KAFKA_OFFSET: record.offset}
         key = message_key(record.key, self._key_max_length)
         if key is not None:
@@ -527,7 +557,7 @@ class RecordTracer:
         if record.value is None:
             attrs[a.MESSAGING_KAFKA_MESSAGE_TOMBSTONE] = True
         span = self._tracer.start_span(
-            a.span_name(a.OPERATION_PROCESS, record.topic),
+            where.process_name,
             context=parent,
             kind=SpanKind.CONSUMER,
             attributes=attrs,

@@ -42,7 +42,7 @@ from staticconsumer.errors import BrokerError
 from . import attributes as a
 from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
-from .sampling import GENERIC, is_default_w3c, presampler, read_traceparent
+from .sampling import GENERIC, Presampler, is_default_w3c, presampler, read_traceparent
 
 Attributes = dict[str, AttributeValue]
 Record = Any
@@ -243,7 +243,7 @@ class RecordTracer:
         self._propagator = propagator
         self._w3c_checked: TextMapPropagator | None = None
         self._w3c = False
-        self._presampler: Any | None = None
+        self._presampler: Presampler | None = None
         self._process_parent = process_parent
         self._key_max_length = key_max_length
         self._max_links = _max_links() if max_links is None else max_links
@@ -309,7 +309,7 @@ class RecordTracer:
             return
         tracer_provider = self._tracer_provider or trace.get_tracer_provider()
         self._tracing_on = not isinstance(tracer_provider, _SILENT_TRACER_PROVIDERS)
-        self._presampler = presampler(tracer_provider) if self._tracing_on else None
+        self._presampler = presampler(tracer_provider, a.SCOPE, version()) if self._tracing_on else None
         meter_provider = self._meter_provider or metrics.get_meter_provider()
         self._metering_on = type(meter_provider).__name__ not in _SILENT_METER_PROVIDERS
         self.per_record = self._tracing_on or self._metering_on  # once on, never off again
@@ -535,16 +535,12 @@ class RecordTracer:
                     parent, parent_span = produced, producer
         sampler = self._presampler
         if sampler is not None and parent_span.is_valid:
-            name, trace_id = where.process_name, parent_span.trace_id
-            verdict = sampler.should_sample(parent, trace_id, name, SpanKind.CONSUMER)
-            if not verdict.decision.is_recording():
-                # Dropped whatever the attributes and links: the SDK makes the bare span (its ids and
-                # flags), current for the handler so its spans and logs stay in the producer's trace.
-                span = self._tracer.start_span(
-                    where.process_name, context=parent, kind=SpanKind.CONSUMER, start_time=started
-                )
-                token = otel_context.attach(trace.set_span_in_context(span, parent))
-                return _Processing(record, span, token, _current_task(), started, where.process_metric)
+            dropped = sampler.dropped(parent, parent_span, where.process_name, SpanKind.CONSUMER, started)
+            if dropped is not None:
+                # Dropped whatever the attributes and links: a bare span, current for the handler so
+                # its spans and logs stay in the producer's trace (unsampled).
+                token = otel_context.attach(trace.set_span_in_context(dropped, parent))
+                return _Processing(record, dropped, token, _current_task(), started, where.process_metric)
         links: list[Link] = []
         if producer is not None:
             links.append(Link(producer))

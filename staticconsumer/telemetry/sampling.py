@@ -104,11 +104,61 @@ _PARENT_BASED_DELEGATES = (
 )
 
 
-def presampler(tracer_provider: object) -> Any | None:
-    """The provider's sampler if it can drop a span knowing only its parent and trace id; else None
-    (no SDK, another sampler, or one that never drops)."""
+class Presampler:
+    """Asks the SDK's sampler about a child of a known parent before the span is built, and makes the
+    span it drops: a non-recording span with the SDK's new span id, flags and trace state, exactly
+    what ``Tracer.start_span`` makes then (built here only while the SDK's own span metrics are off
+    and the tracer enabled; else the SDK makes it)."""
+
+    __slots__ = ("_bare", "_follows_unsampled", "_new_span_id", "_tracer", "sampler")
+
+    def __init__(
+        self, sampler: Any, tracer: Any, new_span_id: Any, bare: bool, follows_unsampled: bool
+    ) -> None:
+        self.sampler = sampler
+        self._tracer = tracer
+        self._new_span_id = new_span_id
+        self._bare = bare
+        self._follows_unsampled = follows_unsampled
+        """A ``ParentBased`` sampler that drops every child of an unsampled parent (its default): no
+        need to ask it then."""
+
+    def dropped(
+        self, parent: Context, parent_span: trace.SpanContext, name: str, kind: trace.SpanKind, start_ns: int
+    ) -> trace.Span | None:
+        """The bare span of a child of ``parent_span`` the sampler drops; None when it samples it."""
+        if self._follows_unsampled and not parent_span.trace_flags.sampled:
+            trace_state = parent_span.trace_state  # what ParentBased's delegate answers: the parent's
+        else:
+            verdict = self.sampler.should_sample(parent, parent_span.trace_id, name, kind)
+            if verdict.decision.is_recording():
+                return None
+            trace_state = verdict.trace_state
+        enabled = getattr(self._tracer, "_is_enabled", None)
+        if not self._bare or (enabled is not None and not enabled()):
+            span: trace.Span = self._tracer.start_span(name, context=parent, kind=kind, start_time=start_ns)
+            return span
+        flags = trace.TraceFlags.DEFAULT | (parent_span.trace_flags & _RANDOM_TRACE_ID)
+        return trace.NonRecordingSpan(
+            trace.SpanContext(
+                parent_span.trace_id,
+                self._new_span_id(),
+                is_remote=False,
+                trace_flags=trace.TraceFlags(flags),
+                trace_state=trace_state,
+            )
+        )
+
+
+_RANDOM_TRACE_ID = 0x02
+"""W3C trace context level 2's random flag: a child keeps its parent's (as the SDK does)."""
+
+
+def presampler(tracer_provider: object, scope: str, version: str) -> Presampler | None:
+    """A ``Presampler`` for the provider's sampler if it can drop a span knowing only its parent and
+    trace id; else None (no SDK, another sampler, or one that never drops)."""
     sampling = sys.modules.get("opentelemetry.sdk.trace.sampling")
-    if sampling is None:
+    if sampling is None or getattr(tracer_provider, "_disabled", False):
         return None
     sampler = getattr(tracer_provider, "sampler", None)
     if sampler is None or not _attribute_blind(sampling, sampler, depth=0):
@@ -117,7 +167,23 @@ def presampler(tracer_provider: object) -> Any | None:
         sampling.Decision.DROP
     ):
         return None  # ALWAYS_ON: asking would only cost
-    return sampler
+    tracer = tracer_provider.get_tracer(scope, version)  # type: ignore[attr-defined]
+    new_span_id = getattr(getattr(tracer_provider, "id_generator", None), "generate_span_id", None)
+    metrics_off = type(getattr(tracer, "_tracer_metrics", None)).__name__ == "NoOpTracerMetrics"
+    follows = isinstance(sampler, sampling.ParentBased) and all(
+        _drops(sampling, getattr(sampler, name, None))
+        for name in ("_remote_parent_not_sampled", "_local_parent_not_sampled")
+    )
+    bare = new_span_id is not None and metrics_off
+    return Presampler(sampler, tracer, new_span_id, bare=bare, follows_unsampled=follows)
+
+
+def _drops(sampling: Any, sampler: object) -> bool:
+    """The SDK's static sampler that drops everything (``ALWAYS_OFF``)."""
+    return (
+        isinstance(sampler, sampling.StaticSampler)
+        and getattr(sampler, "_decision", None) is sampling.Decision.DROP
+    )
 
 
 def _attribute_blind(sampling: Any, sampler: object, depth: int) -> bool:

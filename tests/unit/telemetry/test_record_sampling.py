@@ -81,24 +81,34 @@ async def test_a_dropped_record_records_nothing_yet_its_handler_is_in_the_produc
     assert not trace.get_current_span().get_span_context().is_valid, "the context is restored"
 
 
-async def test_the_bare_span_is_the_one_the_sdk_itself_would_make() -> None:
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("traceparent", traceparent("00"))],
+        [("traceparent", traceparent("02"))],  # W3C level 2: the random trace id flag, kept by a child
+        [("traceparent", traceparent("00")), ("tracestate", b"vendor=v1,other=2")],
+    ],
+    ids=["unsampled", "random flag", "tracestate"],
+)
+async def test_the_bare_span_is_the_one_the_sdk_itself_would_make(headers: list[tuple[str, bytes]]) -> None:
     """Same trace id, flags and trace state as the SDK's span for the same parent: the shortcut only
     skips building what a dropped span throws away."""
     sdk = Sdk(ONE_PERCENT)
     tracer = sdk.record_tracer()
-    headers = [("traceparent", traceparent("00"))]
     parent = TraceContextTextMapPropagator().extract(headers, getter=HEADERS_GETTER)
     reference = sdk.provider.get_tracer("x").start_span("x", context=parent).get_span_context()
     tracer.requested()
     tracer.delivered(record(0, headers=headers))
     ours = trace.get_current_span().get_span_context()
     tracer.close()
+    assert ours.span_id not in (0, PRODUCER_SPAN_ID, reference.span_id)
     assert (ours.trace_id, ours.trace_flags, ours.trace_state, ours.is_remote) == (
         reference.trace_id,
         reference.trace_flags,
         reference.trace_state,
         reference.is_remote,
     )
+    assert sdk.exporter.get_finished_spans() == ()
 
 
 async def test_sampled_records_under_the_same_sampler_get_the_full_span() -> None:
@@ -163,7 +173,7 @@ class AttributeSampler(Sampler):
 async def test_a_sampler_that_reads_attributes_gets_them() -> None:
     sampler = AttributeSampler()
     sdk = Sdk(sampler)
-    assert presampler(sdk.provider) is None
+    assert presampler(sdk.provider, "s", "1") is None
     consumer = FakeConsumer(
         [record(i, headers=[("traceparent", traceparent("00"))]) for i in range(3)], sdk.record_tracer()
     )
@@ -175,11 +185,15 @@ async def test_a_sampler_that_reads_attributes_gets_them() -> None:
 
 
 def test_only_the_sdks_samplers_that_can_drop_are_asked_first() -> None:
-    assert presampler(TracerProvider(sampler=ONE_PERCENT)) is ONE_PERCENT
-    assert presampler(TracerProvider(sampler=ParentBased(ALWAYS_ON))) is not None, "drops unsampled parents"
-    assert presampler(TracerProvider(sampler=ALWAYS_ON)) is None, "never drops: asking would only cost"
-    assert presampler(TracerProvider(sampler=ParentBased(AttributeSampler()))) is None
-    assert presampler(trace.NoOpTracerProvider()) is None
+    assert presampler(TracerProvider(sampler=ONE_PERCENT), "s", "1") is not None
+    assert presampler(TracerProvider(sampler=ParentBased(ALWAYS_ON)), "s", "1") is not None, (
+        "drops unsampled parents"
+    )
+    assert presampler(TracerProvider(sampler=ALWAYS_ON), "s", "1") is None, (
+        "never drops: asking would only cost"
+    )
+    assert presampler(TracerProvider(sampler=ParentBased(AttributeSampler())), "s", "1") is None
+    assert presampler(trace.NoOpTracerProvider(), "s", "1") is None
 
 
 # -- the fast path reads what the configured propagator reads -------------------------------------

@@ -888,12 +888,7 @@ def plot(report: Report, path: Path) -> bool:
         peer = report.peer
         ax = axes[0][-1]
         ax.bar(
-            [
-                "ours,\nalways on",
-                "instrumentation,\nalways on",
-                "ours,\n1% parent-based",
-                "instrumentation,\n1%",
-            ],
+            ["ours,\nalways on", "instr.,\nalways on", "ours,\n1% sampler", "instr.,\n1% sampler"],
             [
                 peer.ours_always_on_overhead_us,
                 peer.theirs_always_on_overhead_us,
@@ -918,7 +913,10 @@ def plot(report: Report, path: Path) -> bool:
         )
         ax.set_title(f"{row.pattern} ({row.records_per_run:,} records)")
         ax.set_ylabel("records/s (median, min-max)")
-    fig.suptitle(f"telemetry overhead @ {report.environment.git_revision[:10]}")
+    title = f"telemetry overhead @ {report.environment.git_revision[:10]}"
+    if report.peer is not None and report.peer.git_revision != report.environment.git_revision:
+        title += f" (peer comparison @ {report.peer.git_revision[:10]})"
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

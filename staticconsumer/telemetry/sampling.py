@@ -110,10 +110,16 @@ class Presampler:
     what ``Tracer.start_span`` makes then (built here only while the SDK's own span metrics are off
     and the tracer enabled; else the SDK makes it)."""
 
-    __slots__ = ("_bare", "_follows_unsampled", "_new_span_id", "_tracer", "sampler")
+    __slots__ = ("_bare", "_follows_sampled", "_follows_unsampled", "_new_span_id", "_tracer", "sampler")
 
     def __init__(
-        self, sampler: Any, tracer: Any, new_span_id: Any, bare: bool, follows_unsampled: bool
+        self,
+        sampler: Any,
+        tracer: Any,
+        new_span_id: Any,
+        bare: bool,
+        follows_unsampled: bool,
+        follows_sampled: bool = False,
     ) -> None:
         self.sampler = sampler
         self._tracer = tracer
@@ -122,13 +128,18 @@ class Presampler:
         self._follows_unsampled = follows_unsampled
         """A ``ParentBased`` sampler that drops every child of an unsampled parent (its default): no
         need to ask it then."""
+        self._follows_sampled = follows_sampled
+        """... and keeps every child of a sampled one (its default): the full span, without asking."""
 
     def dropped(
         self, parent: Context, parent_span: trace.SpanContext, name: str, kind: trace.SpanKind, start_ns: int
     ) -> trace.Span | None:
         """The bare span of a child of ``parent_span`` the sampler drops; None when it samples it."""
-        if self._follows_unsampled and not parent_span.trace_flags.sampled:
+        sampled = parent_span.trace_flags.sampled
+        if self._follows_unsampled and not sampled:
             trace_state = parent_span.trace_state  # what ParentBased's delegate answers: the parent's
+        elif self._follows_sampled and sampled:
+            return None
         else:
             verdict = self.sampler.should_sample(parent, parent_span.trace_id, name, kind)
             if verdict.decision.is_recording():
@@ -174,16 +185,24 @@ def presampler(tracer_provider: object, scope: str, version: str) -> Presampler 
         _drops(sampling, getattr(sampler, name, None))
         for name in ("_remote_parent_not_sampled", "_local_parent_not_sampled")
     )
+    keeps = isinstance(sampler, sampling.ParentBased) and all(
+        _static(sampling, getattr(sampler, name, None), sampling.Decision.RECORD_AND_SAMPLE)
+        for name in ("_remote_parent_sampled", "_local_parent_sampled")
+    )
     bare = new_span_id is not None and metrics_off
-    return Presampler(sampler, tracer, new_span_id, bare=bare, follows_unsampled=follows)
+    return Presampler(
+        sampler, tracer, new_span_id, bare=bare, follows_unsampled=follows, follows_sampled=keeps
+    )
 
 
 def _drops(sampling: Any, sampler: object) -> bool:
     """The SDK's static sampler that drops everything (``ALWAYS_OFF``)."""
-    return (
-        isinstance(sampler, sampling.StaticSampler)
-        and getattr(sampler, "_decision", None) is sampling.Decision.DROP
-    )
+    return _static(sampling, sampler, sampling.Decision.DROP)
+
+
+def _static(sampling: Any, sampler: object, decision: object) -> bool:
+    """The SDK's static sampler that always answers ``decision``."""
+    return isinstance(sampler, sampling.StaticSampler) and getattr(sampler, "_decision", None) is decision
 
 
 def _attribute_blind(sampling: Any, sampler: object, depth: int) -> bool:

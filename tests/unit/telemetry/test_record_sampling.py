@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
     ALWAYS_ON,
     Decision,
     ParentBased,
@@ -315,3 +316,32 @@ async def test_fast_and_generic_paths_record_identical_spans() -> None:
     assert results[0] == results[1]
     assert results[0][0][0] == (TRACE_ID, 1, 1)
     assert results[0][4][0] is None
+
+
+@pytest.mark.parametrize(
+    ("sampler", "recorded"),
+    [
+        (ParentBased(ALWAYS_ON, remote_parent_sampled=ALWAYS_OFF), []),
+        (
+            ParentBased(ALWAYS_ON, remote_parent_sampled=ALWAYS_OFF, remote_parent_not_sampled=ALWAYS_ON),
+            [1],
+        ),
+        (ParentBased(ALWAYS_ON, remote_parent_not_sampled=ALWAYS_ON), [0, 1]),
+        (ParentBased(ALWAYS_OFF), [0]),
+    ],
+    ids=["drops sampled parents", "inverted", "keeps unsampled parents", "default delegates"],
+)
+async def test_parent_based_delegates_of_any_kind_decide(sampler: Sampler, recorded: list[int]) -> None:
+    """The shortcuts for ParentBased's default delegates do not apply to other delegates."""
+    sdk = Sdk(sampler)
+    consumer = FakeConsumer(
+        [
+            record(0, headers=[("traceparent", traceparent("01"))]),
+            record(1, headers=[("traceparent", traceparent("00"))]),
+        ],
+        sdk.record_tracer(),
+    )
+    async with consumer:
+        async for _rec in consumer:
+            pass
+    assert sorted(by_offset(sdk.exporter.get_finished_spans())) == recorded

@@ -42,7 +42,7 @@ from staticconsumer.errors import BrokerError
 from . import attributes as a
 from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
-from .sampling import GENERIC, Presampler, is_default_w3c, presampler, read_traceparent
+from .sampling import GENERIC, is_default_w3c, read_traceparent
 
 Attributes = dict[str, AttributeValue]
 Record = Any
@@ -243,7 +243,6 @@ class RecordTracer:
         self._propagator = propagator
         self._w3c_checked: TextMapPropagator | None = None
         self._w3c = False
-        self._presampler: Presampler | None = None
         self._process_parent = process_parent
         self._key_max_length = key_max_length
         self._max_links = _max_links() if max_links is None else max_links
@@ -309,7 +308,6 @@ class RecordTracer:
             return
         tracer_provider = self._tracer_provider or trace.get_tracer_provider()
         self._tracing_on = not isinstance(tracer_provider, _SILENT_TRACER_PROVIDERS)
-        self._presampler = presampler(tracer_provider, a.SCOPE, version()) if self._tracing_on else None
         meter_provider = self._meter_provider or metrics.get_meter_provider()
         self._metering_on = type(meter_provider).__name__ not in _SILENT_METER_PROVIDERS
         self.per_record = self._tracing_on or self._metering_on  # once on, never off again
@@ -522,30 +520,18 @@ class RecordTracer:
             return _Processing(record, trace.INVALID_SPAN, None, None, started, where.process_metric)
         current = otel_context.get_current()
         ambient = trace.get_current_span(current).get_span_context()
-        parent, parent_span = current, ambient
-        producer = None
+        parent = current
+        links: list[Link] = []
         produced = self._producer_context(record)
         if produced is not None:
             producer = trace.get_current_span(produced).get_span_context()
-            if not producer.is_valid:
-                producer = None
-            else:
+            if producer.is_valid:
+                links.append(Link(producer))
                 mode = self._process_parent
                 if mode is ProcessParent.PRODUCER or (mode is ProcessParent.AUTO and not ambient.is_valid):
-                    parent, parent_span = produced, producer
-        sampler = self._presampler
-        if sampler is not None and parent_span.is_valid:
-            dropped = sampler.dropped(parent, parent_span, where.process_name, SpanKind.CONSUMER, started)
-            if dropped is not None:
-                # Dropped whatever the attributes and links: a bare span, current for the handler so
-                # its spans and logs stay in the producer's trace (unsampled).
-                token = otel_context.attach(trace.set_span_in_context(dropped, parent))
-                return _Processing(record, dropped, token, _current_task(), started, where.process_metric)
-        links: list[Link] = []
-        if producer is not None:
-            links.append(Link(producer))
-            if parent is produced and ambient.is_valid:
-                links.append(Link(ambient))
+                    parent = produced
+                    if ambient.is_valid:
+                        links.append(Link(ambient))
         attrs: Attributes = {**where.process_span, a.MESSAGING_KAFKA_OFFSET: record.offset}
         key = message_key(record.key, self._key_max_length)
         if key is not None:

@@ -13,6 +13,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
 from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.propagators.textmap import TextMapPropagator
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -31,7 +32,7 @@ from record_harness import FakeConsumer, by_offset, record
 
 from staticconsumer.telemetry import RecordTracer
 from staticconsumer.telemetry.records import HEADERS_GETTER
-from staticconsumer.telemetry.sampling import GENERIC, is_default_w3c, presampler, read_traceparent
+from staticconsumer.telemetry.sampling import GENERIC, is_default_w3c, read_traceparent
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 PRODUCER_SPAN_ID = 0x00F067AA0BA902B7
@@ -92,8 +93,8 @@ async def test_a_dropped_record_records_nothing_yet_its_handler_is_in_the_produc
     ids=["unsampled", "random flag", "tracestate"],
 )
 async def test_the_bare_span_is_the_one_the_sdk_itself_would_make(headers: list[tuple[str, bytes]]) -> None:
-    """Same trace id, flags and trace state as the SDK's span for the same parent: the shortcut only
-    skips building what a dropped span throws away."""
+    """Same trace id, flags and trace state as the SDK's span for the same parent: the fast path's
+    parent is the propagator's, and the SDK makes the span."""
     sdk = Sdk(ONE_PERCENT)
     tracer = sdk.record_tracer()
     parent = TraceContextTextMapPropagator().extract(headers, getter=HEADERS_GETTER)
@@ -148,7 +149,7 @@ async def test_a_dropped_processing_block_is_current_and_records_nothing() -> No
 
 
 class AttributeSampler(Sampler):
-    """Samples by a span attribute: must see the attributes, so it never gets the shortcut."""
+    """Samples by a span attribute: must see the attributes of dropped records too."""
 
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
@@ -174,7 +175,6 @@ class AttributeSampler(Sampler):
 async def test_a_sampler_that_reads_attributes_gets_them() -> None:
     sampler = AttributeSampler()
     sdk = Sdk(sampler)
-    assert presampler(sdk.provider, "s", "1") is None
     consumer = FakeConsumer(
         [record(i, headers=[("traceparent", traceparent("00"))]) for i in range(3)], sdk.record_tracer()
     )
@@ -183,18 +183,6 @@ async def test_a_sampler_that_reads_attributes_gets_them() -> None:
             pass
     assert [s["messaging.kafka.offset"] for s in sampler.seen] == [0, 1, 2]
     assert sorted(by_offset(sdk.exporter.get_finished_spans())) == [1]
-
-
-def test_only_the_sdks_samplers_that_can_drop_are_asked_first() -> None:
-    assert presampler(TracerProvider(sampler=ONE_PERCENT), "s", "1") is not None
-    assert presampler(TracerProvider(sampler=ParentBased(ALWAYS_ON)), "s", "1") is not None, (
-        "drops unsampled parents"
-    )
-    assert presampler(TracerProvider(sampler=ALWAYS_ON), "s", "1") is None, (
-        "never drops: asking would only cost"
-    )
-    assert presampler(TracerProvider(sampler=ParentBased(AttributeSampler())), "s", "1") is None
-    assert presampler(trace.NoOpTracerProvider(), "s", "1") is None
 
 
 # -- the fast path reads what the configured propagator reads -------------------------------------
@@ -274,12 +262,59 @@ class CountingPropagator(TraceContextTextMapPropagator):
 
 def test_another_propagator_is_always_asked() -> None:
     assert not is_default_w3c(CountingPropagator())
-    assert not is_default_w3c(CompositePropagator([CountingPropagator()]))
     tracer = RecordTracer(group_id="g", tracer_provider=TracerProvider(), propagator=CountingPropagator())
     CountingPropagator.calls = 0
     for offset in range(3):
         tracer._producer_context(record(offset, headers=[("traceparent", traceparent("01"))]))
     assert CountingPropagator.calls == 3
+
+
+class B3LikePropagator(TextMapPropagator):
+    """Reads a trace from a header of its own (as B3 does): a composite holding it reads more than
+    traceparent, so the default's fast path must never stand in for it."""
+
+    calls = 0
+
+    def extract(self, carrier: Any, context: Context | None = None, getter: Any = None) -> Context:
+        B3LikePropagator.calls += 1
+        return context if context is not None else Context()
+
+    def inject(self, carrier: Any, context: Context | None = None, setter: Any = None) -> None:
+        return None
+
+    @property
+    def fields(self) -> set[str]:
+        return {"x-b3-traceid", "x-b3-spanid", "x-b3-sampled"}
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [
+        [TraceContextTextMapPropagator(), B3LikePropagator()],
+        [TraceContextTextMapPropagator(), W3CBaggagePropagator(), B3LikePropagator()],
+        [B3LikePropagator(), TraceContextTextMapPropagator()],
+    ],
+    ids=["tracecontext,b3", "tracecontext,baggage,b3", "b3,tracecontext"],
+)
+def test_a_composite_with_another_propagator_never_takes_the_fast_path(inner: list[Any]) -> None:
+    propagator = CompositePropagator(inner)
+    assert not is_default_w3c(propagator)
+    tracer = RecordTracer(group_id="g", tracer_provider=TracerProvider(), propagator=propagator)
+    B3LikePropagator.calls = 0
+    for offset in range(3):
+        found = tracer._producer_context(record(offset, headers=[("traceparent", traceparent("01"))]))
+        assert found is not None
+        assert trace.get_current_span(found).get_span_context().span_id == PRODUCER_SPAN_ID
+    assert B3LikePropagator.calls == 3, "the composite, and so the other propagator, read every record"
+
+
+def test_the_default_global_propagator_takes_the_fast_path() -> None:
+    """What OTEL_PROPAGATORS' default builds (tracecontext,baggage) is recognised by its fields."""
+    assert is_default_w3c(propagate.get_global_textmap())
+    assert is_default_w3c(CompositePropagator([W3CBaggagePropagator(), TraceContextTextMapPropagator()]))
+    assert is_default_w3c(CompositePropagator([TraceContextTextMapPropagator()]))
+    assert not is_default_w3c(CompositePropagator([W3CBaggagePropagator()]))
+    assert not is_default_w3c(CompositePropagator([]))
 
 
 async def test_fast_and_generic_paths_record_identical_spans() -> None:
@@ -332,7 +367,7 @@ async def test_fast_and_generic_paths_record_identical_spans() -> None:
     ids=["drops sampled parents", "inverted", "keeps unsampled parents", "default delegates"],
 )
 async def test_parent_based_delegates_of_any_kind_decide(sampler: Sampler, recorded: list[int]) -> None:
-    """The shortcuts for ParentBased's default delegates do not apply to other delegates."""
+    """Whatever ParentBased's delegates, the SDK's verdict stands, record by record."""
     sdk = Sdk(sampler)
     consumer = FakeConsumer(
         [

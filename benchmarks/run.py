@@ -60,7 +60,8 @@ BENCHMARKS = (
         "telemetry_overhead",
         "benchmarks.telemetry_overhead:Report",
         (),
-        ("--repeats", "5", "--records", "10000", "--iterate-records", "1000"),  # it refuses fewer than 5
+        # it refuses fewer than 5 repeats
+        ("--repeats", "5", "--records", "10000", "--iterate-records", "1000", "--peer-records", "1000"),
     ),
     Benchmark(
         "leader_restart_growth",
@@ -772,7 +773,47 @@ def _telemetry(report: Any, figures: set[str]) -> list[str]:
         "",
         *_table(["pattern", "records per run", "on (records/s)", "off (records/s)", "on / off"], rows),
         *_table(["observer step", "median", "min-max"], hot),
+        *_telemetry_peer(getattr(report, "peer", None)),
         *_figure("telemetry_overhead", figures, "telemetry overhead"),
+    ]
+
+
+def _telemetry_peer(peer: Any) -> list[str]:
+    """Per-record tracing against opentelemetry-instrumentation-aiokafka (issue 26's targets)."""
+    if peer is None:
+        return []
+    rows = [
+        [
+            f"`{v.variant}`",
+            _spread(v.cpu_us_per_record, " us"),
+            _n(v.records_per_second.median),
+            "-" if v.spans_per_record is None else f"{v.spans_per_record:.3f}",
+        ]
+        for v in peer.variants
+    ]
+    load = peer.load_average
+    targets = "; ".join(
+        f"{name}: {'met' if met else '**not met**'}" for name, met in peer.targets_met.items()
+    )
+    at = (
+        f"Load average at the start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min)."
+        if load
+        else ""
+    )
+    return [
+        f"Per-record tracing against opentelemetry-instrumentation-aiokafka {peer.instrumentation_version} "
+        f"(`async for`, {peer.records_per_run:,} records per run, producer contexts "
+        f"{peer.sampled_share_of_records:.0%} sampled; one SDK set-up: BatchSpanProcessor, discarding "
+        "exporter). CPU time of the consumer process per record (median [p25-p75]):",
+        "",
+        *_table(["variant", "CPU per record", "records/s (wall)", "record spans per record"], rows),
+        f"Tracing overhead per record (CPU above the same consumer with tracing off): ours "
+        f"{_n(peer.ours_always_on_overhead_us)} us always on, {_n(peer.ours_ratio_overhead_us)} us with a "
+        f"parent-based 1% sampler; the instrumentation's {_n(peer.theirs_always_on_overhead_us)} us and "
+        f"{_n(peer.theirs_ratio_overhead_us)} us. Ratios: ours / instrumentation "
+        f"{peer.ours_vs_instrumentation:.2f}, 1% / always on {peer.ratio_sampler_vs_always_on:.2f}, "
+        f"no SDK / off {peer.no_sdk_vs_off:.3f}. Targets: {targets}. " + at,
+        "",
     ]
 
 

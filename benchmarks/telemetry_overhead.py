@@ -29,6 +29,19 @@ Variants alternate within every repeat and their order rotates, so machine noise
 SDK variants also count the record spans they saw: zero means the consumer is not wired to the record
 telemetry (before issue 15's phase 2) and the figure measures membership telemetry only.
 
+Against opentelemetry-instrumentation-aiokafka (``--patterns peer``, issue 26): what a user would
+otherwise install to trace each record. Both consume the same topic with ``async for`` (a span per
+record either way: our ``process`` span, its ``receive`` span; each parented to the record's producer
+context, with about ten attributes; ours also links to the producer, as the conventions ask), under the
+same SDK set-up: a ``TracerProvider`` whose spans go through a ``BatchSpanProcessor`` to an exporter
+that discards them, no meter provider. The topic's records carry traceparents sampled at 1% (as a
+producer behind a 1% sampler writes them). Variants: StaticConsumer with telemetry off, on without an
+SDK, tracing with the ``ALWAYS_ON`` sampler and with a parent-based 1% ``TraceIdRatioBased`` sampler;
+bare ``AIOKafkaConsumer`` without and with the instrumentation (``ALWAYS_ON`` and the 1% sampler).
+Each run reports the consumer process's CPU time per record (on a shared machine, far steadier than
+wall time): the tracing overhead is a variant's CPU per record minus its own consumer's with tracing
+off. ``--merge`` keeps the other sections of an existing results file and replaces only ``peer``.
+
 Measured alone, without a broker (``hot_path``, ``per_record``): the membership observer's cost per
 call, and the record telemetry's cost per record for each variant: ``RecordTracer`` driven the way the
 consumer drives it. End-to-end throughput on a shared machine is too noisy to resolve these. Results go
@@ -75,7 +88,19 @@ VARIANTS = ("telemetry_on_no_sdk", "telemetry_off")
 """The two variants every report has (the committed results' schema)."""
 SDK_VARIANTS = ("tracing_sdk_noop_exporter", "tracing_sdk_batch_exporter")
 ALL_VARIANTS = VARIANTS + SDK_VARIANTS
-PATTERNS = ("getmany", "iterate", "getmany_processing")
+PATTERNS = ("getmany", "iterate", "getmany_processing", "peer")
+PEER_VARIANTS = (
+    "telemetry_off",
+    "telemetry_on_no_sdk",
+    "tracing_always_on",
+    "tracing_ratio_1pct",
+    "aiokafka_off",
+    "aiokafka_instrumented",
+    "aiokafka_instrumented_ratio_1pct",
+)
+"""The peer comparison's variants (``--patterns peer``)."""
+SAMPLED_SHARE = 0.01
+"""The share of the peer topic's records a producer behind a 1% ratio sampler marks sampled."""
 BATCH = 500
 """Records per batch in the per-record measurements (``max_poll_records``' default)."""
 
@@ -134,6 +159,42 @@ class PerRecord(msgspec.Struct):
     max_ns: float
 
 
+class PeerVariant(msgspec.Struct):
+    """One consumer set-up of the peer comparison: CPU microseconds per record and records/s (wall)."""
+
+    variant: str
+    cpu_us_per_record: Spread
+    records_per_second: Spread
+    spans_per_record: float | None = None
+    """Record spans ended per record consumed (median): 1 when every record is traced, ~0.01 at 1%."""
+
+
+class Peer(msgspec.Struct):
+    """Per-record tracing overhead against opentelemetry-instrumentation-aiokafka (issue 26 targets)."""
+
+    records_per_run: int
+    sampled_share_of_records: float
+    """Share of the topic's records whose producer context is sampled."""
+    instrumentation_version: str
+    load_average: tuple[float, float, float] | None
+    load_average_after: tuple[float, float, float] | None
+    git_revision: str
+    variants: list[PeerVariant]
+    ours_always_on_overhead_us: float
+    """Median CPU per record, tracing always on, minus telemetry off (StaticConsumer)."""
+    theirs_always_on_overhead_us: float
+    """The same for bare aiokafka with opentelemetry-instrumentation-aiokafka."""
+    ours_ratio_overhead_us: float
+    theirs_ratio_overhead_us: float
+    ours_vs_instrumentation: float
+    """Our always-on overhead over theirs: target <= 0.8."""
+    ratio_sampler_vs_always_on: float
+    """Our overhead with the parent-based 1% sampler over our always-on overhead: target <= 0.5."""
+    no_sdk_vs_off: float
+    """Records per CPU second with telemetry on and no SDK over telemetry off: target >= 0.98."""
+    targets_met: dict[str, bool]
+
+
 class Environment(msgspec.Struct):
     cores: int
     memory_bytes: int | None
@@ -160,6 +221,7 @@ class Report(msgspec.Struct):
     poll_share_of_iterate: float
     """The per-poll observe() cost as a fraction of one ``async for`` step (median telemetry-off rate)."""
     per_record: list[PerRecord] = []
+    peer: Peer | None = None
 
 
 # -- the SDK variants -------------------------------------------------------------------------------
@@ -216,11 +278,14 @@ def sdk_providers(variant: str) -> tuple[Any, Any, Any]:
 # -- the broker runs --------------------------------------------------------------------------------
 
 
-def traceparent(rng: random.Random) -> bytes:
-    return f"00-{rng.getrandbits(128):032x}-{rng.getrandbits(64):016x}-01".encode()
+def traceparent(rng: random.Random, sampled_share: float = 1.0) -> bytes:
+    """A producer context; sampled as ``TraceIdRatioBased(sampled_share)`` decides for its trace id."""
+    trace_id = rng.getrandbits(128)
+    sampled = (trace_id & 0xFFFF_FFFF_FFFF_FFFF) < round(sampled_share * 2**64)
+    return f"00-{trace_id:032x}-{rng.getrandbits(64):016x}-{'01' if sampled else '00'}".encode()
 
 
-async def fill(bootstrap: str, topic: str, records: int) -> None:
+async def fill(bootstrap: str, topic: str, records: int, sampled_share: float = 1.0) -> None:
     """``records`` records of 100 bytes, each with its own producer context in a traceparent header."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, max_batch_size=256 * 1024)
     await producer.start()
@@ -229,7 +294,10 @@ async def fill(bootstrap: str, topic: str, records: int) -> None:
         payload = b"x" * 100
         for i in range(records):
             await producer.send(
-                topic, payload, key=str(i).encode(), headers=[("traceparent", traceparent(rng))]
+                topic,
+                payload,
+                key=str(i).encode(),
+                headers=[("traceparent", traceparent(rng, sampled_share))],
             )
             if i % 10_000 == 0:
                 await producer.flush()
@@ -301,6 +369,151 @@ def child(variant: str, pattern: str, bootstrap: str, topic: str, records: int) 
         tracer_provider.shutdown()
         meter_provider.shutdown()
     return out
+
+
+# -- against opentelemetry-instrumentation-aiokafka ----------------------------------------------------
+
+
+def peer_provider(variant: str) -> tuple[Any, Any]:
+    """The one SDK set-up of the peer comparison, with the variant's sampler, and a record span counter."""
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
+
+    class Discard(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    class RecordSpans(SpanProcessor):
+        def __init__(self) -> None:
+            self.ended = 0
+
+        def on_end(self, span: ReadableSpan) -> None:
+            if span.name.startswith("process ") or span.name.endswith(" receive"):
+                self.ended += 1
+
+    ratio = variant.endswith("ratio_1pct")
+    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(SAMPLED_SHARE)) if ratio else ALWAYS_ON)
+    counter = RecordSpans()
+    provider.add_span_processor(counter)
+    provider.add_span_processor(BatchSpanProcessor(Discard()))
+    return provider, counter
+
+
+async def consume_peer(bootstrap: str, topic: str, records: int, variant: str) -> tuple[float, float]:
+    """``async for`` over ``records`` records: (records/s, CPU microseconds per record) from the first."""
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    consumer: Any
+    if variant.startswith("aiokafka"):
+        from aiokafka import AIOKafkaConsumer
+
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest"
+        )
+    else:
+        consumer = StaticConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            group_instance_id="bench-0",
+            auto_offset_reset="earliest",
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=1_000,
+            telemetry=variant != "telemetry_off",
+        )
+    seen = 0
+    wall = cpu = 0.0
+    await consumer.start()
+    try:
+        async for _record in consumer:
+            seen += 1
+            if seen == 1:
+                wall, cpu = time.perf_counter(), time.process_time()
+            if seen >= records:
+                break
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    finally:
+        await consumer.stop()
+    return (seen - 1) / wall, cpu * 1e6 / (seen - 1)
+
+
+def peer_child(variant: str, bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+    """One timed peer run in this (fresh) process."""
+    counter = None
+    if variant not in ("telemetry_off", "telemetry_on_no_sdk", "aiokafka_off"):
+        provider, counter = peer_provider(variant)
+        trace.set_tracer_provider(provider)
+        if variant.startswith("aiokafka"):
+            from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
+
+            AIOKafkaInstrumentor().instrument(tracer_provider=provider)
+    rate, cpu_us = asyncio.run(consume_peer(bootstrap, topic, records, variant))
+    out: dict[str, Any] = {"rate": rate, "cpu_us": cpu_us}
+    if counter is not None:
+        provider.shutdown()
+        out["spans_per_record"] = counter.ended / records
+    return out
+
+
+def run_peer(bootstrap: str, repeats: int, records: int) -> Peer:
+    """The peer comparison: its own topic (1% sampled producer contexts), variants interleaved."""
+    from importlib import metadata
+
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    topic = f"bench-peer-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    asyncio.run(fill(bootstrap, topic, records, SAMPLED_SHARE))
+    run_child("aiokafka_instrumented", "peer", bootstrap, topic, min(records, 2_000))  # warm caches
+    cpu: dict[str, list[float]] = {v: [] for v in PEER_VARIANTS}
+    rate: dict[str, list[float]] = {v: [] for v in PEER_VARIANTS}
+    spans: dict[str, list[float]] = {}
+    for repeat in range(repeats):
+        for variant in rotated(PEER_VARIANTS, repeat):
+            found = run_child(variant, "peer", bootstrap, topic, records)
+            cpu[variant].append(found["cpu_us"])
+            rate[variant].append(found["rate"])
+            if "spans_per_record" in found:
+                spans.setdefault(variant, []).append(found["spans_per_record"])
+            print(
+                f"peer repeat {repeat + 1}/{repeats} {variant:34s} {found['cpu_us']:8.2f} us CPU/record "
+                f"{found['rate']:10,.0f} records/s"
+            )
+    med = {v: statistics.median(x) for v, x in cpu.items()}
+    ours = med["tracing_always_on"] - med["telemetry_off"]
+    theirs = med["aiokafka_instrumented"] - med["aiokafka_off"]
+    ours_ratio = med["tracing_ratio_1pct"] - med["telemetry_off"]
+    theirs_ratio = med["aiokafka_instrumented_ratio_1pct"] - med["aiokafka_off"]
+    versus, sampled = ours / theirs, ours_ratio / ours
+    no_sdk = med["telemetry_off"] / med["telemetry_on_no_sdk"]
+    return Peer(
+        records_per_run=records,
+        sampled_share_of_records=SAMPLED_SHARE,
+        instrumentation_version=metadata.version("opentelemetry-instrumentation-aiokafka"),
+        load_average=load,
+        load_average_after=os.getloadavg() if hasattr(os, "getloadavg") else None,
+        git_revision=_git("rev-parse", "HEAD") or "unknown",
+        variants=[
+            PeerVariant(
+                variant=v,
+                cpu_us_per_record=spread(cpu[v]),
+                records_per_second=spread(rate[v]),
+                spans_per_record=round(statistics.median(spans[v]), 4) if v in spans else None,
+            )
+            for v in PEER_VARIANTS
+        ],
+        ours_always_on_overhead_us=round(ours, 3),
+        theirs_always_on_overhead_us=round(theirs, 3),
+        ours_ratio_overhead_us=round(ours_ratio, 3),
+        theirs_ratio_overhead_us=round(theirs_ratio, 3),
+        ours_vs_instrumentation=round(versus, 3),
+        ratio_sampler_vs_always_on=round(sampled, 3),
+        no_sdk_vs_off=round(no_sdk, 3),
+        targets_met={
+            "always-on overhead <= 0.8x the instrumentation's": versus <= 0.8,
+            "1% sampler overhead <= 0.5x our always-on": sampled <= 0.5,
+            "no SDK >= 0.98 of telemetry off": no_sdk >= 0.98,
+        },
+    )
 
 
 def run_child(variant: str, pattern: str, bootstrap: str, topic: str, records: int) -> dict[str, Any]:
@@ -669,8 +882,24 @@ def plot(report: Report, path: Path) -> bool:
         "tracing_sdk_batch_exporter": "SDK, batch\nexporter",
     }
     colors = ["tab:gray", "tab:blue", "tab:orange", "tab:red"]
-    fig, axes = plt.subplots(1, len(report.patterns), figsize=(5 * len(report.patterns), 4), squeeze=False)
-    for ax, row in zip(axes[0], report.patterns, strict=True):
+    panels = len(report.patterns) + (report.peer is not None)
+    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), squeeze=False)
+    if report.peer is not None:
+        peer = report.peer
+        ax = axes[0][-1]
+        ax.bar(
+            ["ours,\nalways on", "instr.,\nalways on", "ours,\n1% sampler", "instr.,\n1% sampler"],
+            [
+                peer.ours_always_on_overhead_us,
+                peer.theirs_always_on_overhead_us,
+                peer.ours_ratio_overhead_us,
+                peer.theirs_ratio_overhead_us,
+            ],
+            color=["tab:blue", "tab:gray", "tab:blue", "tab:gray"],
+        )
+        ax.set_title(f"async for, {peer.records_per_run:,} records: tracing overhead")
+        ax.set_ylabel("CPU us per record above tracing off (median)")
+    for ax, row in zip(axes[0], report.patterns, strict=False):
         shown = [(v, getattr(row, v)) for v in labels if getattr(row, v) is not None]
         medians = [s.median for _, s in shown]
         ax.bar(
@@ -684,11 +913,29 @@ def plot(report: Report, path: Path) -> bool:
         )
         ax.set_title(f"{row.pattern} ({row.records_per_run:,} records)")
         ax.set_ylabel("records/s (median, min-max)")
-    fig.suptitle(f"telemetry overhead @ {report.environment.git_revision[:10]}")
+    title = f"telemetry overhead @ {report.environment.git_revision[:10]}"
+    if report.peer is not None and report.peer.git_revision != report.environment.git_revision:
+        title += f" (peer comparison @ {report.peer.git_revision[:10]})"
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
+
+
+def print_peer(peer: Peer | None) -> None:
+    if peer is None:
+        return
+    for v in peer.variants:
+        cpu = v.cpu_us_per_record.median
+        print(f"peer {v.variant:34s} {cpu:8.2f} us CPU/record  spans/record {v.spans_per_record}")
+    print(
+        f"peer overhead us/record: ours {peer.ours_always_on_overhead_us} "
+        f"(1%: {peer.ours_ratio_overhead_us}), "
+        f"instrumentation {peer.theirs_always_on_overhead_us} (1%: {peer.theirs_ratio_overhead_us}); "
+        f"ours/theirs {peer.ours_vs_instrumentation}, 1%/always {peer.ratio_sampler_vs_always_on}, "
+        f"no SDK/off {peer.no_sdk_vs_off}; targets {peer.targets_met}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -700,40 +947,58 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterate-records", type=int, default=20_000, help="records per async-for run")
     parser.add_argument("--variants", nargs="+", choices=ALL_VARIANTS, default=list(ALL_VARIANTS))
     parser.add_argument("--patterns", nargs="+", choices=PATTERNS, default=list(PATTERNS))
+    parser.add_argument("--peer-records", type=int, default=20_000, help="records per peer run")
+    parser.add_argument(
+        "--merge", action="store_true", help="with --patterns peer: replace only the peer section of --out"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--child", nargs=2, metavar=("VARIANT", "PATTERN"), help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(*args.child, args.bootstrap, args.topic, args.records)))
+        variant, pattern = args.child
+        if pattern == "peer":
+            print(json.dumps(peer_child(variant, args.bootstrap, args.topic, args.records)))
+        else:
+            print(json.dumps(child(variant, pattern, args.bootstrap, args.topic, args.records)))
         return 0
     if args.repeats < 5:
         parser.error("--repeats must be at least 5: fewer runs say nothing about the spread")
     missing = set(VARIANTS) - set(args.variants)
     if missing:
         parser.error(f"--variants must include {sorted(missing)}: every report compares them")
+    if args.merge and (args.patterns != ["peer"] or not args.out.exists()):
+        parser.error("--merge runs only --patterns peer, into an existing --out")
+    record_patterns = [p for p in args.patterns if p != "peer"]
     # The default variant's point is the cost with no SDK: refuse to run if something installed one.
     assert type(trace.get_tracer_provider()).__name__ == "ProxyTracerProvider"
     assert type(metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider"
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
+
+    def everything(bootstrap: str) -> tuple[list[Pattern], Peer | None]:
+        patterns = run(
+            bootstrap, args.repeats, args.records, args.iterate_records, args.variants, record_patterns
+        )
+        peer = run_peer(bootstrap, args.repeats, args.peer_records) if "peer" in args.patterns else None
+        return patterns, peer
+
     bootstrap = external_bootstrap()
     if bootstrap:
-        patterns = run(
-            bootstrap, args.repeats, args.records, args.iterate_records, args.variants, args.patterns
-        )
+        patterns, peer = everything(bootstrap)
         kafka_version = "external"
     else:
         with EmbeddedKafka() as kafka:
-            patterns = run(
-                kafka.bootstrap_servers,
-                args.repeats,
-                args.records,
-                args.iterate_records,
-                args.variants,
-                args.patterns,
-            )
+            patterns, peer = everything(kafka.bootstrap_servers)
             kafka_version = kafka.version
+    if args.merge:
+        merged = msgspec.json.decode(args.out.read_bytes(), type=Report)
+        merged.peer = peer
+        args.out.write_bytes(msgspec.json.format(msgspec.json.encode(merged), indent=2) + b"\n")
+        print_peer(merged.peer)
+        png = args.out.with_suffix(".png")
+        print(f"wrote {args.out}" + (f" and {png}" if plot(merged, png) else " (no matplotlib: no plot)"))
+        return 0
     hot = hot_path(args.repeats)
     records = per_record(args.repeats)
     iterate = next((row for row in patterns if row.pattern == "iterate"), None)
@@ -748,6 +1013,7 @@ def main(argv: list[str] | None = None) -> int:
             round(hot[0].median_ns * iterate.telemetry_off.median / 1e9, 6) if iterate is not None else 0.0
         ),
         per_record=records,
+        peer=peer,
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
@@ -765,6 +1031,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"per record {r.variant:28s} {r.path:52s} {r.median_ns:9.1f} ns [{r.min_ns:.1f}..{r.max_ns:.1f}]"
         )
+    print_peer(peer)
     if iterate is not None:
         print(f"per-poll observe() = {report.poll_share_of_iterate:.4%} of one async-for step")
     png = args.out.with_suffix(".png")

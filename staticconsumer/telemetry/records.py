@@ -42,6 +42,7 @@ from staticconsumer.errors import BrokerError
 from . import attributes as a
 from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
+from .sampling import GENERIC, is_default_w3c, read_traceparent
 
 Attributes = dict[str, AttributeValue]
 Record = Any
@@ -183,6 +184,7 @@ class _PartitionAttributes:
     consumed records (read by an observable counter: one integer addition per record, where a
     counter's add would cost an SDK measurement)."""
 
+    process_name: str
     process_span: Attributes
     process_metric: Attributes
     poll_metric: Attributes
@@ -239,6 +241,8 @@ class RecordTracer:
         self._tracer = trace.get_tracer(a.SCOPE, version(), tracer_provider=tracer_provider)
         self._instruments = instruments_for(meter_provider)
         self._propagator = propagator
+        self._w3c_checked: TextMapPropagator | None = None
+        self._w3c = False
         self._process_parent = process_parent
         self._key_max_length = key_max_length
         self._max_links = _max_links() if max_links is None else max_links
@@ -448,6 +452,7 @@ class RecordTracer:
                 a.MESSAGING_DESTINATION_PARTITION_ID: str(partition),
             }
             found = _PartitionAttributes(
+                process_name=a.span_name(a.OPERATION_PROCESS, topic),
                 process_span={
                     **self.identity,
                     a.MESSAGING_OPERATION_NAME: a.OPERATION_PROCESS,
@@ -472,12 +477,19 @@ class RecordTracer:
         return found
 
     def _producer_context(self, record: Record) -> Context | None:
+        """The producer context the configured propagator reads from the record's headers (read
+        directly for the default W3C propagator: ``sampling.read_traceparent``)."""
         headers = record.headers
         if not headers:
             return None
-        if self._propagator is not None:
-            return self._propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
-        return propagate.extract(headers, context=Context(), getter=HEADERS_GETTER)
+        propagator = self._propagator or propagate.get_global_textmap()
+        if propagator is not self._w3c_checked:
+            self._w3c, self._w3c_checked = is_default_w3c(propagator), propagator
+        if self._w3c:
+            found = read_traceparent(headers)
+            if found is not GENERIC:
+                return found  # type: ignore[return-value]
+        return propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
 
     def _links(self, records: Mapping[Any, Sequence[Record]], *, one_topic: bool) -> list[Link]:
         links: list[Link] = []
@@ -527,7 +539,7 @@ class RecordTracer:
         if record.value is None:
             attrs[a.MESSAGING_KAFKA_MESSAGE_TOMBSTONE] = True
         span = self._tracer.start_span(
-            a.span_name(a.OPERATION_PROCESS, record.topic),
+            where.process_name,
             context=parent,
             kind=SpanKind.CONSUMER,
             attributes=attrs,

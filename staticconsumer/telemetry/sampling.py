@@ -1,0 +1,79 @@
+"""The cheap producer context of a record (issue 26), on OpenTelemetry's public API only.
+
+With a ratio sampler most records are not sampled, yet each still needs its producer context read
+(downstream spans and logs join that trace, unsampled). ``read_traceparent`` reads the W3C
+``traceparent`` header straight from the record's bytes when the configured propagator is the default
+one (``tracecontext``, optionally with ``baggage``). It only takes the canonical form (version 00,
+lowercase, no ``tracestate``/``baggage`` header); anything else goes to the configured propagator, so
+both give the same parent for every record. The sampling decision itself is the SDK's: every span
+goes through ``Tracer.start_span``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.propagators.textmap import TextMapPropagator
+
+_TRACEPARENT = re.compile(rb"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+"""The canonical version-00 traceparent; matched whole (``fullmatch``)."""
+_GENERIC_ONLY = frozenset({"tracestate", "baggage"})
+"""Headers the default propagator reads beyond traceparent: their records take the generic path."""
+_DEFAULT_FIELDS = (
+    frozenset({"traceparent", "tracestate"}),
+    frozenset({"traceparent", "tracestate", "baggage"}),
+)
+"""The public ``fields`` of a composite of the default propagators (W3C trace context, W3C baggage)."""
+_ZERO = 0
+
+GENERIC = object()
+"""``read_traceparent``'s answer when the record is not for the fast path."""
+
+
+def is_default_w3c(propagator: TextMapPropagator) -> bool:
+    """Whether ``propagator`` is OpenTelemetry's default (W3C trace context, with or without W3C
+    baggage) and nothing else. Exact types, so a subclass that reads more is never bypassed; a
+    composite is judged by its public ``fields``, so any other propagator inside it (one reading
+    another header) sends every record to the propagator."""
+    from opentelemetry.propagators.composite import CompositePropagator
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    if type(propagator) is TraceContextTextMapPropagator:
+        return True
+    if type(propagator) is not CompositePropagator:
+        return False
+    try:
+        fields = frozenset(propagator.fields)
+    except Exception:  # a propagator that cannot say what it reads is not the default
+        return False
+    return fields in _DEFAULT_FIELDS
+
+
+def read_traceparent(headers: Sequence[tuple[str, bytes | None]]) -> Context | object | None:
+    """The producer context of a record's headers as the default propagator extracts it (None: the
+    record has no traceparent), or ``GENERIC`` when the headers are not in the canonical form."""
+    found: bytes | None = None
+    for key, value in headers:
+        if key == "traceparent":
+            if found is None and value is not None:
+                found = value
+        elif key in _GENERIC_ONLY:
+            return GENERIC
+    if found is None:
+        return None
+    match = _TRACEPARENT.fullmatch(found)
+    if match is None:
+        return GENERIC
+    trace_id, span_id = int(match[1], 16), int(match[2], 16)
+    if trace_id == _ZERO or span_id == _ZERO:
+        return GENERIC
+    span_context = trace.SpanContext(
+        trace_id=trace_id,
+        span_id=span_id,
+        is_remote=True,
+        trace_flags=trace.TraceFlags(int(match[3], 16)),
+    )
+    return trace.set_span_in_context(trace.NonRecordingSpan(span_context), Context())

@@ -8,7 +8,8 @@ to other topics on the running consumer, commits of ``(offset, metadata)`` tuple
 aiokafka original is the import of ``AIOKafkaConsumer``; tests/integration/test_aiokafka_port.py runs
 both on the same topics and compares every answer.
 
-Run: .venv/bin/python examples/aiokafka_dropin.py   (starts its own embedded Kafka broker)
+Run: .venv/bin/python examples/aiokafka_dropin.py   (starts its own embedded Kafka broker;
+     --bootstrap-server HOST:PORT runs it on a broker you already have)
 """
 
 from __future__ import annotations
@@ -125,7 +126,9 @@ async def produce(bootstrap: str, topic: str) -> None:
 
 
 if __name__ == "__main__":
-    from staticconsumer.testing import EmbeddedKafka
+    import argparse
+
+    from staticconsumer.testing import EmbeddedKafka, ExternalKafka
 
     async def main(bootstrap: str) -> None:
         for topic in ("clicks", "views"):
@@ -135,7 +138,16 @@ if __name__ == "__main__":
             print(topic, "committed", report[topic]["committed"], "highwater", report[topic]["highwater"])
         print("listener calls:", report["listener"])
 
-    with EmbeddedKafka() as kafka:
+    def run(kafka: EmbeddedKafka | ExternalKafka) -> None:
         for name in ("clicks", "views"):
             kafka.create_topic(name, partitions=PARTITIONS)
         asyncio.run(main(kafka.bootstrap_servers))
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bootstrap-server", help="run on these brokers instead of an embedded one")
+    bootstrap = parser.parse_args().bootstrap_server
+    if bootstrap:
+        run(ExternalKafka(bootstrap))
+    else:
+        with EmbeddedKafka() as kafka:
+            run(kafka)

@@ -1,14 +1,16 @@
 """A static member consumes, restarts, and comes back with no rebalance.
 
-Run: .venv/bin/python examples/consumer_quickstart.py   (starts its own embedded Kafka broker)
+Run: .venv/bin/python examples/consumer_quickstart.py   (starts its own embedded Kafka broker;
+     --bootstrap-server HOST:PORT runs it on a broker you already have)
 """
 
+import argparse
 import asyncio
 
 from aiokafka import AIOKafkaProducer
 
 from staticconsumer import StaticConsumer
-from staticconsumer.testing import EmbeddedKafka
+from staticconsumer.testing import EmbeddedKafka, ExternalKafka
 
 SETTINGS = {
     "group_id": "quickstart",
@@ -40,7 +42,17 @@ async def main(bootstrap: str) -> None:
         assert consumer.generation == generation, "a static restart needs no rebalance"
 
 
+def run(kafka: EmbeddedKafka | ExternalKafka) -> None:
+    kafka.create_topic("orders", partitions=3)
+    asyncio.run(main(kafka.bootstrap_servers))
+
+
 if __name__ == "__main__":
-    with EmbeddedKafka() as kafka:
-        kafka.create_topic("orders", partitions=3)
-        asyncio.run(main(kafka.bootstrap_servers))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bootstrap-server", help="run on these brokers instead of an embedded one")
+    bootstrap = parser.parse_args().bootstrap_server
+    if bootstrap:
+        run(ExternalKafka(bootstrap))
+    else:
+        with EmbeddedKafka() as kafka:
+            run(kafka)

@@ -1,16 +1,18 @@
 """A synchronous worker (no asyncio in sight) that blocks longer than its session timeout, keeps its
 partitions, restarts, and comes back with no rebalance.
 
-Run: .venv/bin/python examples/sync_worker.py   (starts its own embedded Kafka broker)
+Run: .venv/bin/python examples/sync_worker.py   (starts its own embedded Kafka broker;
+     --bootstrap-server HOST:PORT runs it on a broker you already have)
 """
 
+import argparse
 import asyncio
 import time
 
 from aiokafka import AIOKafkaProducer
 
 from staticconsumer.sync import StaticConsumer
-from staticconsumer.testing import EmbeddedKafka
+from staticconsumer.testing import EmbeddedKafka, ExternalKafka
 
 SETTINGS = {
     "group_id": "invoices",
@@ -65,7 +67,17 @@ def main(bootstrap: str) -> None:
         assert consumer.poll(timeout_ms=500) == {}, "everything was committed"
 
 
+def run(kafka: EmbeddedKafka | ExternalKafka) -> None:
+    kafka.create_topic("invoices", partitions=3)
+    main(kafka.bootstrap_servers)
+
+
 if __name__ == "__main__":
-    with EmbeddedKafka() as kafka:
-        kafka.create_topic("invoices", partitions=3)
-        main(kafka.bootstrap_servers)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bootstrap-server", help="run on these brokers instead of an embedded one")
+    bootstrap = parser.parse_args().bootstrap_server
+    if bootstrap:
+        run(ExternalKafka(bootstrap))
+    else:
+        with EmbeddedKafka() as kafka:
+            run(kafka)

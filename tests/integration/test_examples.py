@@ -1,4 +1,5 @@
-"""The runnable examples in examples/ keep running."""
+"""The runnable examples in examples/ keep running. Those that can run on a broker they are given
+(``--bootstrap-server``) use the session's: a JVM of their own would add its start to every run."""
 
 from __future__ import annotations
 
@@ -8,13 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from staticconsumer.testing import EmbeddedKafka, ExternalKafka
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.kafka
-def test_consumer_quickstart_restarts_without_rebalance() -> None:
+def test_consumer_quickstart_restarts_without_rebalance(kafka_broker: EmbeddedKafka | ExternalKafka) -> None:
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "consumer_quickstart.py")],
+        [
+            sys.executable,
+            str(EXAMPLES / "consumer_quickstart.py"),
+            "--bootstrap-server",
+            kafka_broker.bootstrap_servers,
+        ],
         capture_output=True,
         text=True,
         timeout=180,
@@ -25,9 +33,14 @@ def test_consumer_quickstart_restarts_without_rebalance() -> None:
 
 
 @pytest.mark.kafka
-def test_the_aiokafka_dropin_example_serves_both_topics() -> None:
+def test_the_aiokafka_dropin_example_serves_both_topics(kafka_broker: EmbeddedKafka | ExternalKafka) -> None:
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "aiokafka_dropin.py")],
+        [
+            sys.executable,
+            str(EXAMPLES / "aiokafka_dropin.py"),
+            "--bootstrap-server",
+            kafka_broker.bootstrap_servers,
+        ],
         capture_output=True,
         text=True,
         timeout=240,
@@ -64,9 +77,16 @@ def test_the_sasl_ssl_example_consumes_with_aiokafkas_security_keywords() -> Non
 
 
 @pytest.mark.kafka
-def test_the_sync_worker_blocks_past_its_session_and_restarts_without_rebalance() -> None:
+def test_the_sync_worker_blocks_past_its_session_and_restarts_without_rebalance(
+    kafka_broker: EmbeddedKafka | ExternalKafka,
+) -> None:
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "sync_worker.py")],
+        [
+            sys.executable,
+            str(EXAMPLES / "sync_worker.py"),
+            "--bootstrap-server",
+            kafka_broker.bootstrap_servers,
+        ],
         capture_output=True,
         text=True,
         timeout=240,

@@ -357,20 +357,29 @@ class Placement:
         buckets = max(1, min(MAX_BUCKETS_PER_GROUP, BUCKET_BUDGET // max(span.groups, 1)))
         return cls(windows, span.first_ts, span.last_ts, (span.last_ts - span.first_ts) / buckets)
 
-    def bucket(self, ts: Column) -> Column:
+    def bucket(self, ts: str) -> str:
+        """The bucket of column ``ts``, as SQL text.
+
+        Text, not Column calls: each ``F.*`` call is a round trip to the JVM, and on a loaded machine
+        the driver's planning was mostly those (tens of thousands, a few ms each). ``repr`` cast to a
+        double is the same double as ``F.lit``'s (folded to a constant when planned).
+        """
         if math.isinf(self.width):
-            return F.lit(0).cast("long")
-        inside = F.least(F.greatest(ts, F.lit(self.origin)), F.lit(self.last))
-        return F.floor((inside - F.lit(self.origin)) / F.lit(self.width)).cast("long")
+            return "CAST(0 AS BIGINT)"
+        origin, last, width = (
+            f"CAST('{value!r}' AS DOUBLE)" for value in (self.origin, self.last, self.width)
+        )
+        inside = f"LEAST(GREATEST(`{ts}`, {origin}), {last})"
+        return f"CAST(FLOOR(({inside} - {origin}) / {width}) AS BIGINT)"
 
     def bounds(self) -> DataFrame:
         """(group, bucket, window, lo, hi): each window once per bucket from its lo's to its hi's."""
-        return self.windows.select(
-            F.col("group").alias("_wg"),
-            F.explode(F.sequence(self.bucket(F.col("lo")), self.bucket(F.col("hi")))).alias("_wb"),
-            F.col("window"),
-            F.col("lo"),
-            F.col("hi"),
+        return self.windows.selectExpr(
+            "`group` AS _wg",
+            f"explode(sequence({self.bucket('lo')}, {self.bucket('hi')})) AS _wb",
+            "window",
+            "lo",
+            "hi",
         )
 
 
@@ -378,17 +387,11 @@ def in_window(frame: DataFrame, placement: Placement, ts: str) -> DataFrame:
     """``frame`` with the ``window`` whose [lo, hi) holds column ``ts`` (windows are few: broadcast).
 
     A broadcast join keeps ``frame``'s partitioning, so no stage after it shuffles again for it.
+    The condition is SQL text over names only one side has (see :meth:`Placement.bucket`).
     """
-    bounds = placement.bounds()
-    keyed = frame.withColumn("_tb", placement.bucket(F.col(ts)))
-    joined = keyed.join(
-        F.broadcast(bounds),
-        (keyed["group"] == bounds["_wg"])
-        & (keyed["_tb"] == bounds["_wb"])
-        & (keyed[ts] >= bounds["lo"])
-        & (keyed[ts] < bounds["hi"]),
-        "left",
-    )
+    keyed = frame.withColumn("_tb", F.expr(placement.bucket(ts)))
+    condition = f"`group` = _wg AND _tb = _wb AND `{ts}` >= lo AND `{ts}` < hi"
+    joined = keyed.join(F.broadcast(placement.bounds()), F.expr(condition), "left")
     return joined.drop("_wg", "_wb", "_tb", "lo", "hi")
 
 
@@ -957,9 +960,13 @@ def summary(
         "longest_unowned_seconds",
     )
     casts = {name: "long" for name in _SUMMED if name not in doubles} | {name: "double" for name in doubles}
-    # One projection (a withColumn per column would re-analyse the whole plan each time).
-    return out.select(
-        *(F.col(name).cast(casts[name]).alias(name) if name in casts else F.col(name) for name in out.columns)
+    # One projection (a withColumn per column would re-analyse the whole plan each time), as SQL text
+    # (one call to the JVM, not several per column).
+    return out.selectExpr(
+        *(
+            f"CAST(`{name}` AS {casts[name]}) AS `{name}`" if name in casts else f"`{name}`"
+            for name in out.columns
+        )
     )
 
 

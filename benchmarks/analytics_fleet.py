@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PLAN_STEP = "planning the tables"
 TABLE_STEP = "table "
 REPORT_STEP = "report"
+FLOOR_STEP = "floor pass"
 """Names of the job's steps (staticconsumer.analytics.run) that the timings split out."""
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "analytics_fleet.json"
 
@@ -138,6 +139,8 @@ class Report(msgspec.Struct):
     """What kind of run this is when it is not the reference (``--label``: e.g. a loaded machine)."""
     floor_rows: int = 0
     """Rows the floor pass aggregated: every record, one per partition for those that list some."""
+    stages: list[StepStages] = []
+    """Spark's stages summed per step, from the event log (``--event-log``); empty without it."""
 
     @property
     def agree(self) -> bool:
@@ -287,6 +290,7 @@ def floor_pass(spark: SparkSession, paths: list[str]) -> tuple[float, int]:
     from staticconsumer.analytics.job import EVENT_SCHEMA
 
     started = time.perf_counter()
+    spark.sparkContext.setJobDescription(FLOOR_STEP)
     lines = spark.read.option("recursiveFileLookup", "true").text(paths)
     parsed = lines.select(F.from_json(F.col("value"), EVENT_SCHEMA).alias("r"))
     exploded = parsed.select(
@@ -307,7 +311,107 @@ def floor_pass(spark: SparkSession, paths: list[str]) -> tuple[float, int]:
         )
         .collect()
     )
+    spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     return time.perf_counter() - started, sum(int(g["rows"]) for g in groups)
+
+
+# -- Spark's event log: the stage table --------------------------------------------------------------
+
+
+class StepStages(msgspec.Struct):
+    """What one step of the job cost Spark's executors, summed over its stages (from the event log)."""
+
+    step: str
+    stages: int
+    tasks: int
+    run_s: float
+    """Executor run time of every task (two cores: up to twice the wall time)."""
+    cpu_s: float
+    input_mb: float
+    shuffle_write_mb: float
+    shuffle_read_mb: float
+    spill_mb: float
+    """Memory spilled (its size in memory): sorts or aggregations that did not fit."""
+
+
+_METRICS = {
+    "internal.metrics.executorRunTime": "run_ms",
+    "internal.metrics.executorCpuTime": "cpu_ns",
+    "internal.metrics.input.bytesRead": "input",
+    "internal.metrics.shuffle.write.bytesWritten": "shuffle_write",
+    "internal.metrics.shuffle.read.localBytesRead": "shuffle_read",
+    "internal.metrics.shuffle.read.remoteBytesRead": "shuffle_read",
+    "internal.metrics.memoryBytesSpilled": "spill",
+}
+
+
+def stage_table(event_log: Path) -> list[StepStages]:
+    """Every completed stage of the event log (a file, or the directory Spark wrote it in, read
+    uncompressed) summed per step: the job description Progress gives each step's Spark jobs."""
+    files = sorted(event_log.rglob("events_*")) if event_log.is_dir() else [event_log]
+    step_of_stage: dict[int, str] = {}
+    totals: dict[str, dict[str, float]] = {}
+    for file in files:
+        for line in file.read_text().splitlines():
+            event = msgspec.json.decode(line)
+            kind = event.get("Event")
+            if kind == "SparkListenerJobStart":
+                step = (event.get("Properties") or {}).get("spark.job.description") or "(outside the job)"
+                for stage in event.get("Stage IDs", []):
+                    step_of_stage[int(stage)] = str(step)
+            elif kind == "SparkListenerStageCompleted":
+                info = event["Stage Info"]
+                if "Failure Reason" in info:
+                    continue
+                row = totals.setdefault(step_of_stage.get(int(info["Stage ID"]), "(outside the job)"), {})
+                row["stages"] = row.get("stages", 0) + 1
+                row["tasks"] = row.get("tasks", 0) + int(info["Number of Tasks"])
+                for accumulable in info.get("Accumulables", []):
+                    name = _METRICS.get(str(accumulable.get("Name")))
+                    if name is not None:
+                        row[name] = row.get(name, 0) + float(accumulable.get("Value") or 0)
+    mb = 1e6
+    return [
+        StepStages(
+            step=step,
+            stages=int(row["stages"]),
+            tasks=int(row["tasks"]),
+            run_s=round(row.get("run_ms", 0) / 1e3, 1),
+            cpu_s=round(row.get("cpu_ns", 0) / 1e9, 1),
+            input_mb=round(row.get("input", 0) / mb, 1),
+            shuffle_write_mb=round(row.get("shuffle_write", 0) / mb, 1),
+            shuffle_read_mb=round(row.get("shuffle_read", 0) / mb, 1),
+            spill_mb=round(row.get("spill", 0) / mb, 1),
+        )
+        for step, row in totals.items()
+    ]
+
+
+def stage_markdown(rows: list[StepStages]) -> str:
+    """The stage table as docs/analytics.md shows it, with a total line."""
+    head = "| step | stages | tasks | task run s | CPU s | input MB | shuffle write MB | shuffle read MB "
+    lines = [head + "| spill MB |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in [*rows, _total(rows)]:
+        lines.append(
+            f"| {r.step} | {r.stages} | {r.tasks} | {r.run_s:.1f} | {r.cpu_s:.1f} | {r.input_mb:.1f} "
+            f"| {r.shuffle_write_mb:.1f} | {r.shuffle_read_mb:.1f} | {r.spill_mb:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _total(rows: list[StepStages]) -> StepStages:
+    job = [r for r in rows if r.step not in ("(outside the job)", FLOOR_STEP)]
+    return StepStages(
+        step="**the job**",
+        stages=sum(r.stages for r in job),
+        tasks=sum(r.tasks for r in job),
+        run_s=round(sum(r.run_s for r in job), 1),
+        cpu_s=round(sum(r.cpu_s for r in job), 1),
+        input_mb=round(sum(r.input_mb for r in job), 1),
+        shuffle_write_mb=round(sum(r.shuffle_write_mb for r in job), 1),
+        shuffle_read_mb=round(sum(r.shuffle_read_mb for r in job), 1),
+        spill_mb=round(sum(r.spill_mb for r in job), 1),
+    )
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -338,11 +442,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(
+        "--event-log",
+        type=Path,
+        default=None,
+        help="write Spark's event log under this directory and report its stages per step",
+    )
+    parser.add_argument(
+        "--stage-table",
+        type=Path,
+        default=None,
+        help="only print the stage table of an existing (uncompressed) Spark event log",
+    )
+    parser.add_argument(
         "--replot",
         action="store_true",
         help="only redraw the scaling plot from the JSON results beside --out",
     )
     return parser
+
+
+def _event_log(args: argparse.Namespace) -> dict[str, str]:
+    """Spark settings that write the event log (uncompressed, for :func:`stage_table`)."""
+    if args.event_log is None:
+        return {}
+    args.event_log.mkdir(parents=True, exist_ok=True)
+    return {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": args.event_log.resolve().as_uri(),
+        "spark.eventLog.compress": "false",
+    }
 
 
 def _scale_out(out: Path, scale: float) -> Path:
@@ -352,6 +480,9 @@ def _scale_out(out: Path, scale: float) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.stage_table is not None:
+        print(stage_markdown(stage_table(args.stage_table)))
+        return 0
     if args.replot:
         print(f"scaling plot: {replot(args.out)}")
         return 0
@@ -499,7 +630,9 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
                 if args.shuffle_partitions == "auto"
                 else {"spark.sql.shuffle.partitions": args.shuffle_partitions}
             )
-            spark = spark_session(args.master, driver_memory=args.driver_memory, config=fixed)
+            spark = spark_session(
+                args.master, driver_memory=args.driver_memory, config={**fixed, **_event_log(args)}
+            )
             spark.range(1).count()
             spark_start_s = time.perf_counter() - started
             started = time.perf_counter()
@@ -519,7 +652,9 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
             # the files favour the floor, so job / floor errs against the job.
             floor_s, floor_rows = floor_pass(spark, [str(logs)])
             print(f"floor pass: {floor_rows:,} rows in {floor_s:.1f}s; job / floor {job_s / floor_s:.1f}")
+            application = spark.sparkContext.applicationId
             spark.stop()
+        stages = [] if args.event_log is None else stage_table(args.event_log / f"eventlog_v2_{application}")
         totals = {g: analysis.totals(g) for g in analysis.groups()}
         checks = Checks(
             rebalances_expected=truth.rebalances + spec.groups,  # + each group's first generation
@@ -572,10 +707,13 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
         command="benchmarks/analytics_fleet.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         label=args.label,
         floor_rows=floor_rows,
+        stages=stages,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
     print(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+    if stages:
+        print(stage_markdown(stages))
     print(
         "the job's answers agree with the generator"
         if report.agree

@@ -5,7 +5,8 @@ The plan is a few passes over the input, whatever its size (docs/analytics.md, "
 1. **One scan** (:func:`parse`, :func:`scan`): every line is parsed with an explicit schema, nothing
    exploded (assignments keep their partitions as arrays), then shuffled once by session and sorted by
    ``seq``; running windows in that order mark repeated records, each session's last timestamp and the
-   assignment each release or end belongs to. Cached; the raw files are never read again.
+   assignment each release or end belongs to. Materialized (lineage cut); the raw files are never
+   read again.
 2. **Records** (:func:`records`): the scan without repeated or malformed lines. No ``dropDuplicates``
    over array columns (that is a full sort of the input).
 3. **Small tables** from the records: deploy windows, generations, leaders, sessions (a few rows per
@@ -62,6 +63,19 @@ BIG = StorageLevel.DISK_ONLY
 """The ownership intervals with their handovers (one row per assigned partition, the one frame larger
 than the input): on local disk, compressed, read back once per table. In the heap they would crowd out
 the sort that makes them."""
+
+
+def materialize(frame: DataFrame, level: StorageLevel) -> DataFrame:
+    """``frame`` computed now, kept at ``level``, as a new frame whose plan is just its rows.
+
+    Unlike ``persist`` this cuts the lineage: every frame built on it is analysed, optimized and
+    re-planned by adaptive execution (at every stage) without the whole plan of the scan beneath.
+    With ``persist`` that planning was a fixed cost of tens of seconds on the driver, whatever the
+    input's size (docs/analytics.md, "How the work runs"). The rows keep their partitioning, so a
+    frame partitioned by session or by partition is not shuffled again.
+    """
+    return frame.localCheckpoint(eager=True, storageLevel=level)
+
 
 PARTITION = T.StructType(
     [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
@@ -201,7 +215,7 @@ def shuffle_partitions(frame: DataFrame) -> int:
 
 
 def scan(parsed: DataFrame) -> DataFrame:
-    """The one pass over the input: every line, grouped by session and ordered by ``seq``, cached.
+    """The one pass over the input: every line, grouped by session and ordered by ``seq``, kept.
 
     One shuffle by session (of lines as read: the partition arrays travel unexploded) and one sort
     by (session, seq). In that order, windows that only look backwards (linear in a session's length)
@@ -214,7 +228,8 @@ def scan(parsed: DataFrame) -> DataFrame:
       of its segment; the record that ends it is the next one whose ``previous_segment`` it is.
 
     Malformed lines stay (under a null session key, apart from every session) for the malformed
-    table. Everything after this reads the cache, never the files again.
+    table. Materialized (:func:`materialize`): everything after this reads the kept rows, never the
+    files again, and plans without the parse beneath.
     """
     valid = F.col("problem").isNull()
     keyed = parsed.withColumn("_key", F.when(valid, F.col("session"))).repartition(
@@ -227,7 +242,7 @@ def scan(parsed: DataFrame) -> DataFrame:
     )
     live = valid & ~F.col("dup")
     ends = F.when(live & F.col("type").isin(*SESSION_ENDS), F.struct("seq", "type"))
-    return marked.select(
+    scanned = marked.select(
         "*",
         F.max(F.when(live, F.col("ts")))
         .over(by_seq.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
@@ -238,7 +253,8 @@ def scan(parsed: DataFrame) -> DataFrame:
         F.last(ends, ignorenulls=True)
         .over(by_seq.rowsBetween(Window.unboundedPreceding, -1))
         .alias("previous_segment"),
-    ).persist(SCAN)
+    )
+    return materialize(scanned, SCAN)
 
 
 def malformed_lines(scanned: DataFrame) -> DataFrame:
@@ -255,13 +271,10 @@ def _owner(instance: Column, member: Column) -> Column:
 
 
 def records(scanned: DataFrame) -> DataFrame:
-    """One row per distinct ``(session, seq)``, without partitions (``n`` counts them). Cached: every
-    small table is built from it, and its rows are few (one per line)."""
-    return (
-        scanned.where(F.col("problem").isNull() & ~F.col("dup"))
-        .select("row_id", *_USED, "n", "session_last_ts")
-        .persist(CACHE)
-    )
+    """One row per distinct ``(session, seq)``, without partitions (``n`` counts them). Materialized:
+    every small table is built from it, and its rows are few (one per line)."""
+    live = scanned.where(F.col("problem").isNull() & ~F.col("dup"))
+    return materialize(live.select("row_id", *_USED, "n", "session_last_ts"), CACHE)
 
 
 # -- deploy windows --------------------------------------------------------------------------------
@@ -344,20 +357,29 @@ class Placement:
         buckets = max(1, min(MAX_BUCKETS_PER_GROUP, BUCKET_BUDGET // max(span.groups, 1)))
         return cls(windows, span.first_ts, span.last_ts, (span.last_ts - span.first_ts) / buckets)
 
-    def bucket(self, ts: Column) -> Column:
+    def bucket(self, ts: str) -> str:
+        """The bucket of column ``ts``, as SQL text.
+
+        Text, not Column calls: each ``F.*`` call is a round trip to the JVM, and on a loaded machine
+        the driver's planning was mostly those (tens of thousands, a few ms each). ``repr`` cast to a
+        double is the same double as ``F.lit``'s (folded to a constant when planned).
+        """
         if math.isinf(self.width):
-            return F.lit(0).cast("long")
-        inside = F.least(F.greatest(ts, F.lit(self.origin)), F.lit(self.last))
-        return F.floor((inside - F.lit(self.origin)) / F.lit(self.width)).cast("long")
+            return "CAST(0 AS BIGINT)"
+        origin, last, width = (
+            f"CAST('{value!r}' AS DOUBLE)" for value in (self.origin, self.last, self.width)
+        )
+        inside = f"LEAST(GREATEST(`{ts}`, {origin}), {last})"
+        return f"CAST(FLOOR(({inside} - {origin}) / {width}) AS BIGINT)"
 
     def bounds(self) -> DataFrame:
         """(group, bucket, window, lo, hi): each window once per bucket from its lo's to its hi's."""
-        return self.windows.select(
-            F.col("group").alias("_wg"),
-            F.explode(F.sequence(self.bucket(F.col("lo")), self.bucket(F.col("hi")))).alias("_wb"),
-            F.col("window"),
-            F.col("lo"),
-            F.col("hi"),
+        return self.windows.selectExpr(
+            "`group` AS _wg",
+            f"explode(sequence({self.bucket('lo')}, {self.bucket('hi')})) AS _wb",
+            "window",
+            "lo",
+            "hi",
         )
 
 
@@ -365,17 +387,11 @@ def in_window(frame: DataFrame, placement: Placement, ts: str) -> DataFrame:
     """``frame`` with the ``window`` whose [lo, hi) holds column ``ts`` (windows are few: broadcast).
 
     A broadcast join keeps ``frame``'s partitioning, so no stage after it shuffles again for it.
+    The condition is SQL text over names only one side has (see :meth:`Placement.bucket`).
     """
-    bounds = placement.bounds()
-    keyed = frame.withColumn("_tb", placement.bucket(F.col(ts)))
-    joined = keyed.join(
-        F.broadcast(bounds),
-        (keyed["group"] == bounds["_wg"])
-        & (keyed["_tb"] == bounds["_wb"])
-        & (keyed[ts] >= bounds["lo"])
-        & (keyed[ts] < bounds["hi"]),
-        "left",
-    )
+    keyed = frame.withColumn("_tb", F.expr(placement.bucket(ts)))
+    condition = f"`group` = _wg AND _tb = _wb AND `{ts}` >= lo AND `{ts}` < hi"
+    joined = keyed.join(F.broadcast(placement.bounds()), F.expr(condition), "left")
     return joined.drop("_wg", "_wb", "_tb", "lo", "hi")
 
 
@@ -656,7 +672,7 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
     :func:`_assignments`). Then the assigned partitions are exploded and shuffled once, by (group,
     topic, partition), and one sort by (generation, start time, session) inside that partitioning
     gives every handover. Generation order is immune to clock skew, so only handovers inside one
-    generation depend on clocks. The result is cached; the ownership, gaps, overlaps and moves tables
+    generation depend on clocks. The result is materialized; the ownership, gaps, overlaps and moves tables
     are projections and filters of it.
     """
     assignments = _assignments(scanned)
@@ -738,7 +754,7 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
         F.lag("owner").over(order).alias("prev_owner_in_order"),
         effective_end.alias("effective_end_ts"),
     )
-    return handed.select(
+    handed = handed.select(
         "_pkey",
         "group",
         "topic",
@@ -760,7 +776,8 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
         F.col("prev.owner").alias("prev_owner"),
         F.col("prev.end_inferred").alias("prev_end_inferred"),
         "prev_owner_in_order",
-    ).persist(BIG)
+    )
+    return materialize(handed, BIG)
 
 
 def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:
@@ -943,9 +960,13 @@ def summary(
         "longest_unowned_seconds",
     )
     casts = {name: "long" for name in _SUMMED if name not in doubles} | {name: "double" for name in doubles}
-    # One projection (a withColumn per column would re-analyse the whole plan each time).
-    return out.select(
-        *(F.col(name).cast(casts[name]).alias(name) if name in casts else F.col(name) for name in out.columns)
+    # One projection (a withColumn per column would re-analyse the whole plan each time), as SQL text
+    # (one call to the JVM, not several per column).
+    return out.selectExpr(
+        *(
+            f"CAST(`{name}` AS {casts[name]}) AS `{name}`" if name in casts else f"`{name}`"
+            for name in out.columns
+        )
     )
 
 
@@ -960,18 +981,19 @@ def build(
     malformed: bool = True,
     span: Span | None = None,
 ) -> Tables:
-    """All tables from the :func:`scan` and its :func:`records`; nothing runs until a table is written.
+    """All tables from the :func:`scan` and its :func:`records`.
 
-    The frames that several tables read are cached (records, the small tables, the ownership
-    intervals with their handovers), so each is computed once however many tables read it.
+    The frames that several tables read are materialized here (the small tables, the ownership
+    intervals with their handovers, the summary), so each is computed once however many tables read
+    it, and each table's plan starts from kept rows instead of the whole lineage.
     ``malformed=False`` (the scan found no malformed line) leaves the scan alone for that table.
     ``span`` (the records' first and last timestamps) sizes the time buckets of :class:`Placement`.
     """
-    placement = Placement.of(deploy_windows(events, options).persist(CACHE), span)
-    gens = in_window(generations(events), placement, "start_ts").persist(CACHE)
+    placement = Placement.of(materialize(deploy_windows(events, options), CACHE), span)
+    gens = materialize(in_window(generations(events), placement, "start_ts"), CACHE)
     members = member_instances(events)
-    leader_table = in_window(leaders(events, members), placement, "ts").persist(CACHE)
-    session_table = sessions(events).persist(CACHE)
+    leader_table = materialize(in_window(leaders(events, members), placement, "ts"), CACHE)
+    session_table = materialize(sessions(events), CACHE)
     log_end = events.groupBy("group").agg(F.max("ts").alias("log_end_ts"))
     handed = ownership(scanned, gens, log_end, options)
     gaps, overlaps, moves = handovers(handed, options)
@@ -990,9 +1012,9 @@ def build(
         "end_inferred",
         "session_last_ts",
     )
-    windows_table = summary(
-        placement, gens, events, gaps, overlaps, moves, session_table, leader_table
-    ).persist(CACHE)
+    windows_table = materialize(
+        summary(placement, gens, events, gaps, overlaps, moves, session_table, leader_table), CACHE
+    )
     lines = malformed_lines(scanned)
     if not malformed:
         lines = lines.limit(0)

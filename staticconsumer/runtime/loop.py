@@ -432,7 +432,9 @@ class MembershipLoop:
     # -- requests -------------------------------------------------------------------------------
 
     def _failed(self, token: RequestToken, kind: FailureKind, error: BaseException) -> None:
-        log.info("request %d failed (%s): %r", token.request_id, kind.value, error)
+        # DEBUG: the machine logs what it does about a failure, and the connection monitor an outage once;
+        # at INFO, an outage's retries were a line a second.
+        log.debug("request %d failed (%s): %r", token.request_id, kind.value, error)
         self.post(events.RequestFailed(now=self.now(), token=token, kind=kind, detail=str(error)))
 
     async def _request(self, action: Any, spec: RequestSpec) -> None:

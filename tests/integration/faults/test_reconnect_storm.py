@@ -107,6 +107,14 @@ async def test_an_outage_is_no_reconnect_storm_and_the_consumer_resumes_at_once(
     assert ended, "the outage's end is reported"
     assert all(r.levelno == logging.INFO and "failed connection attempts" in r.getMessage() for r in ended)
     assert not [r for r in caplog.records if r.exc_info], "no traceback"
+    retries = [
+        r
+        for r in caplog.records
+        if r.levelno >= logging.INFO and "request" in r.getMessage() and "failed (" in r.getMessage()
+    ]
+    assert not retries, (
+        f"no line per failed request at INFO or above: {[r.getMessage() for r in retries][:3]}"
+    )
 
 
 def _garble(client_id: str, api_key: int) -> Any:
@@ -124,6 +132,7 @@ async def test_a_garbling_broker_is_one_warning_per_cause_naming_it(
     cluster: EmbeddedKafkaCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG, logger="staticconsumer.runtime")  # each failed request, to count retries
     topic, group = _names("garble")
     await asyncio.to_thread(cluster.create_topic, topic, 3)
     await produce(cluster.internal_bootstrap_servers, topic, 10)

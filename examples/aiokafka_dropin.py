@@ -128,26 +128,18 @@ async def produce(bootstrap: str, topic: str) -> None:
 if __name__ == "__main__":
     import argparse
 
-    from staticconsumer.testing import EmbeddedKafka, ExternalKafka
+    from staticconsumer.testing import KafkaBootstrap
 
-    async def main(bootstrap: str) -> None:
-        for topic in ("clicks", "views"):
-            await produce(bootstrap, topic)
-        report = await serve(bootstrap, "dropin", ["clicks", "views"])
-        for topic in ("clicks", "views"):
+    async def main(given: str | None) -> None:
+        topics = ["clicks", "views"]
+        async with KafkaBootstrap(given, topics=dict.fromkeys(topics, PARTITIONS)) as bootstrap:
+            for topic in topics:
+                await produce(bootstrap, topic)
+            report = await serve(bootstrap, "dropin", topics)
+        for topic in topics:
             print(topic, "committed", report[topic]["committed"], "highwater", report[topic]["highwater"])
         print("listener calls:", report["listener"])
 
-    def run(kafka: EmbeddedKafka | ExternalKafka) -> None:
-        for name in ("clicks", "views"):
-            kafka.create_topic(name, partitions=PARTITIONS)
-        asyncio.run(main(kafka.bootstrap_servers))
-
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap-server", help="run on these brokers instead of an embedded one")
-    bootstrap = parser.parse_args().bootstrap_server
-    if bootstrap:
-        run(ExternalKafka(bootstrap))
-    else:
-        with EmbeddedKafka() as kafka:
-            run(kafka)
+    asyncio.run(main(parser.parse_args().bootstrap_server))

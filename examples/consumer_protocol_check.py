@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-from collections.abc import Iterator
 
 from staticconsumer import _aiokafka
 from staticconsumer.broker_support import broker_release, ensure_consumer_protocol
 from staticconsumer.errors import ConsumerProtocolUnsupportedError, SettingsError
 from staticconsumer.settings import Settings
-from staticconsumer.testing import EmbeddedKafka
+from staticconsumer.testing import KafkaBootstrap
 
 
 async def check(bootstrap_servers: str) -> int:
@@ -59,15 +57,6 @@ def show_settings_rules(bootstrap_servers: str) -> None:
         print(f"refused as Java refuses it: {refused}")
 
 
-@contextlib.contextmanager
-def brokers(bootstrap: str | None, version: str | None) -> Iterator[str]:
-    if bootstrap:
-        yield bootstrap
-        return
-    with EmbeddedKafka(version) as kafka:
-        yield kafka.bootstrap_servers
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -77,7 +66,7 @@ def main() -> int:
     )
     parser.add_argument("--kafka-version", default=None, help="embedded broker version (default 4.3.1)")
     args = parser.parse_args()
-    with brokers(args.bootstrap_server, args.kafka_version) as bootstrap:
+    with KafkaBootstrap(args.bootstrap_server, version=args.kafka_version) as bootstrap:
         show_settings_rules(bootstrap)
         return asyncio.run(check(bootstrap))
 

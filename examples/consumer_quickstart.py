@@ -10,7 +10,7 @@ import asyncio
 from aiokafka import AIOKafkaProducer
 
 from staticconsumer import StaticConsumer
-from staticconsumer.testing import EmbeddedKafka, ExternalKafka
+from staticconsumer.testing import KafkaBootstrap
 
 SETTINGS = {
     "group_id": "quickstart",
@@ -42,17 +42,8 @@ async def main(bootstrap: str) -> None:
         assert consumer.generation == generation, "a static restart needs no rebalance"
 
 
-def run(kafka: EmbeddedKafka | ExternalKafka) -> None:
-    kafka.create_topic("orders", partitions=3)
-    asyncio.run(main(kafka.bootstrap_servers))
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap-server", help="run on these brokers instead of an embedded one")
-    bootstrap = parser.parse_args().bootstrap_server
-    if bootstrap:
-        run(ExternalKafka(bootstrap))
-    else:
-        with EmbeddedKafka() as kafka:
-            run(kafka)
+    with KafkaBootstrap(parser.parse_args().bootstrap_server, topics={"orders": 3}) as bootstrap:
+        asyncio.run(main(bootstrap))

@@ -12,7 +12,7 @@ import time
 from aiokafka import AIOKafkaProducer
 
 from staticconsumer.sync import StaticConsumer
-from staticconsumer.testing import EmbeddedKafka, ExternalKafka
+from staticconsumer.testing import KafkaBootstrap
 
 SETTINGS = {
     "group_id": "invoices",
@@ -67,17 +67,8 @@ def main(bootstrap: str) -> None:
         assert consumer.poll(timeout_ms=500) == {}, "everything was committed"
 
 
-def run(kafka: EmbeddedKafka | ExternalKafka) -> None:
-    kafka.create_topic("invoices", partitions=3)
-    main(kafka.bootstrap_servers)
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap-server", help="run on these brokers instead of an embedded one")
-    bootstrap = parser.parse_args().bootstrap_server
-    if bootstrap:
-        run(ExternalKafka(bootstrap))
-    else:
-        with EmbeddedKafka() as kafka:
-            run(kafka)
+    with KafkaBootstrap(parser.parse_args().bootstrap_server, topics={"invoices": 3}) as bootstrap:
+        main(bootstrap)

@@ -10,11 +10,15 @@
         cluster.proxy(2).blackhole()        # clients reach each node only through its FaultProxy
         cluster.kill_node(cluster.find_coordinator("orders-group"))
 
+    with KafkaBootstrap(args.bootstrap_server, topics={"orders": 6}) as bootstrap:
+        ...  # the brokers given, else an embedded one for the duration (also ``async with``)
+
 The pytest plugin loads only when a project opts in (``pytest_plugins =
 ["staticconsumer.testing.pytest_plugin"]`` in its conftest.py, or ``-p``); see that module for its
 fixtures, and docs/testing.md for all of it.
 """
 
+from staticconsumer.testing.bootstrap import KafkaBootstrap
 from staticconsumer.testing.broker import (
     DEFAULT_VERSION,
     OLD_COORDINATOR_VERSION,
@@ -54,6 +58,7 @@ __all__ = [
     "Fleet",
     "JarResolutionError",
     "JavaNotFoundError",
+    "KafkaBootstrap",
     "Ledger",
     "LedgerProducer",
     "MavenNotFoundError",

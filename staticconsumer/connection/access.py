@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -124,6 +124,7 @@ async def check_access(
     topics: Collection[str] = (),
     group_id: str | None = None,
     timeout_ms: int | None = None,
+    topic_codes: Mapping[str, int] | None = None,
 ) -> AccessReport:
     """Raise now, with the missing ACLs named, when ``settings``' principal may not consume ``topics``
     (explicit subscriptions; a pattern needs no check) in ``group_id``; report topics that do not exist.
@@ -132,6 +133,8 @@ async def check_access(
     DescribeGroups with authorized operations: a principal without READ on the group is caught even
     when it may DESCRIBE it. Connection trouble or a coordinator that is not ready skips the check
     (the membership loop retries and reports those); the whole check is bounded by request.timeout.ms.
+    ``topic_codes``: the error code per topic that the bootstrap probe already read for ``topics``
+    (``ProbeAnswer.topic_errors()``), so no Metadata request is sent for them again.
     """
     limit = (settings.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
     missing: frozenset[str] = frozenset()
@@ -142,7 +145,11 @@ async def check_access(
     try:
         async with asyncio.timeout(limit):
             if topics:
-                codes = await _aiokafka.topic_errors(client, sorted(set(topics)))
+                asked = sorted(set(topics))
+                if topic_codes is not None and set(asked) <= topic_codes.keys():
+                    codes = {topic: topic_codes[topic] for topic in asked}
+                else:
+                    codes = await _aiokafka.topic_errors(client, asked)
                 missing = frozenset(t for t, c in codes.items() if c == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 denied_topics = sorted(
                     t for t, c in codes.items() if c == ErrorCode.TOPIC_AUTHORIZATION_FAILED

@@ -561,7 +561,10 @@ class MembershipThread:
         try:
             try:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
-                self.bootstrapped_from, answer = await connection.bootstrap_answered(client, settings)
+                named = self._subscription.named
+                self.bootstrapped_from, answer = await connection.bootstrap_answered(
+                    client, settings, topics=named
+                )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
                 if settings.group_protocol == "consumer":
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;
@@ -575,9 +578,12 @@ class MembershipThread:
                     subscription=self._subscription,
                     report=self._report_topics,
                 )
-                named = self._subscription.named
                 access = await connection.check_access(
-                    client, settings, topics=sorted(named), group_id=settings.group_id
+                    client,
+                    settings,
+                    topics=sorted(named),
+                    group_id=settings.group_id,
+                    topic_codes=answer.topic_errors() if answer is not None else None,
                 )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
                 from .loop import MembershipLoop  # loaded on the membership thread, not at import

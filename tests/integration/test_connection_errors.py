@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from staticconsumer import _aiokafka
-from staticconsumer.connection import bootstrap, check_access
+from staticconsumer.connection import bootstrap, bootstrap_answered, check_access
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import (
     AuthenticationFailedError,
@@ -389,6 +389,62 @@ async def test_on_a_broker_without_an_authorizer_the_check_passes(
     )
     assert report.missing_topics == {f"{topic}-missing"}
     assert report.group_checked
+
+
+async def test_the_probe_answers_the_access_checks_topic_question(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A starting consumer names its topics in the bootstrap probe's Metadata request: the access check
+    reads their codes from that answer and sends no Metadata request of its own (one round trip fewer
+    before the join), with the same report; the client adopts the answer without the missing topic, so
+    aiokafka logs no error for it."""
+    import aiokafka.client
+
+    topic = create_topic(partitions=2)
+    missing = f"{topic}-missing"
+    settings = _settings(kafka_broker.bootstrap_servers)
+    client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+    try:
+        _, answer = await bootstrap_answered(client, settings, topics=[topic, missing])
+        assert answer is not None
+        assert answer.topic_errors() == {topic: 0, missing: 3}
+        assert _aiokafka.metadata_topics(client) == {topic}, "the errored topic stays out of the cluster"
+        sent: list[str] = []
+        send = aiokafka.client.AIOKafkaClient.send
+
+        async def recording(self: Any, node_id: int, request: Any, **kwargs: Any) -> Any:
+            sent.append(type(request).__name__)
+            return await send(self, node_id, request, **kwargs)
+
+        monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "send", recording)
+        report = await check_access(
+            client,
+            settings,
+            topics=[topic, missing],
+            group_id=unique_group,
+            topic_codes=answer.topic_errors(),
+        )
+        assert report.missing_topics == {missing}
+        assert report.group_checked
+        assert not [name for name in sent if name.startswith("Metadata")], sent
+    finally:
+        await client.close()
+    assert not [r for r in caplog.records if r.levelname == "ERROR" and missing in r.getMessage()]
+    assert (await _connect_answer(settings)).topic_errors() is None, "no topics named: no codes"
+
+
+async def _connect_answer(settings: Settings) -> _aiokafka.ProbeAnswer:
+    client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+    try:
+        _, answer = await bootstrap_answered(client, settings)
+    finally:
+        await client.close()
+    assert answer is not None
+    return answer
 
 
 # -- the consumer says the same -----------------------------------------------------------------------

@@ -36,7 +36,6 @@ import msgspec
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
-from staticconsumer.broker_support import ensure_consumer_protocol
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConsumerStoppedError,
@@ -568,7 +567,10 @@ class MembershipThread:
                 _resolve(self._answered, (self.bootstrapped_from, answer))
                 if settings.group_protocol == "consumer":
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;
-                    # the coordinator itself is checked again by every heartbeat (requests.py).
+                    # the coordinator itself is checked again by every heartbeat (requests.py). Loaded
+                    # here: a classic member never needs it.
+                    from staticconsumer.broker_support import ensure_consumer_protocol
+
                     await ensure_consumer_protocol(client, _aiokafka.any_node(client))
                 elif settings.group_instance_id is not None:
                     await check_static_membership_supported(client)

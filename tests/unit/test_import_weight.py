@@ -129,6 +129,37 @@ def test_the_consumer_protocol_check_loads_on_first_use() -> None:
     assert _loaded_after(code, watched=KIP_848_ONLY) == ["staticconsumer.broker_support"]
 
 
+@pytest.mark.parametrize(
+    ("group_protocol", "machine"),
+    [
+        ("classic", "staticconsumer.membership.classic"),
+        ("consumer", "staticconsumer.membership.consumer_group"),
+    ],
+)
+def test_start_loads_the_membership_loop_and_its_machine_while_the_thread_bootstraps(
+    group_protocol: str, machine: str
+) -> None:
+    """start() loads them on the application's thread as soon as the membership thread runs, overlapping
+    the bootstrap's round trips: here nothing listens, so the thread fails at its bootstrap and never
+    reaches its own import of them, and they are loaded all the same (this protocol's machine only)."""
+    code = (
+        "import asyncio, socket\n"
+        "import staticconsumer\n"
+        "with socket.socket() as s:\n"
+        "    s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]\n"
+        "c = staticconsumer.StaticConsumer('t', bootstrap_servers=f'127.0.0.1:{port}', group_id='g', "
+        f"group_instance_id='g-0', group_protocol={group_protocol!r})\n"
+        "try:\n"
+        "    asyncio.run(c.start())\n"
+        "except staticconsumer.errors.BrokerUnreachableError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('started with nothing listening')"
+    )
+    watched = ("staticconsumer.runtime.loop", *NOT_AT_IMPORT[:2])
+    assert _loaded_after(code, watched=watched) == ["staticconsumer.runtime.loop", machine]
+
+
 def test_the_lazy_names_are_the_same_objects() -> None:
     code = (
         "import assignors, staticconsumer.membership as m, staticconsumer.protocol as p\n"

@@ -598,6 +598,8 @@ class MembershipThread:
                     topics=sorted(named),
                     group_id=settings.group_id,
                     topic_codes=answer.topic_errors() if answer is not None else None,
+                    # the classic JoinGroup's own refusal is explained alike: no DescribeGroups first
+                    describe_group=settings.group_protocol == "consumer",
                 )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
                 from .loop import MembershipLoop  # loaded on the membership thread, not at import

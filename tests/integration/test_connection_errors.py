@@ -522,6 +522,59 @@ async def test_the_consumer_names_the_acl_it_lacks(
     assert f"User:carol needs READ on Group:{unique_group}" in str(refused)
 
 
+async def test_a_classic_consumer_that_may_describe_but_not_read_its_group_is_refused_at_its_join(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    """A classic start sends no DescribeGroups before joining: the JoinGroup needs the same READ, and its
+    refusal names the ACL as the access check would have."""
+    sasl_kafka.create_topic(unique_topic, 1)
+    sasl_kafka.grant("User:dave", "TOPIC", unique_topic, "READ")
+    sasl_kafka.grant("User:dave", "GROUP", unique_group, "DESCRIBE")
+    fields = sasl_kafka.sasl_settings("dave", "SCRAM-SHA-256")
+
+    def consumer() -> StaticConsumer:
+        return StaticConsumer(
+            unique_topic, bootstrap_servers=sasl_kafka.bootstrap_servers, group_id=unique_group, **fields
+        )
+
+    refused = await _eventually_raises(lambda: _start_and_stop(consumer()), GroupAuthorizationFailedError)
+    assert f"not allowed to join group '{unique_group}'" in str(refused)
+    assert f"User:dave needs READ on Group:{unique_group}" in str(refused)
+
+
+async def test_a_classic_start_asks_nothing_before_its_join_that_the_join_does_not_need(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before the first JoinGroup a classic start sends FindCoordinator only (the topics' codes came with
+    the bootstrap probe's metadata; DescribeGroups is left to the join's own answer)."""
+    topic = create_topic(partitions=1)
+    sent: list[str] = []
+    send = _aiokafka.send
+
+    async def recording(client: Any, node_id: int, message: Any, **kwargs: Any) -> Any:
+        sent.append(type(message).__name__)
+        return await send(client, node_id, message, **kwargs)
+
+    monkeypatch.setattr(_aiokafka, "send", recording)
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        group_id=unique_group,
+        group_instance_id="i-0",
+        **FAST,
+    )
+    await consumer.start()
+    try:
+        await until_assigned(consumer)
+    finally:
+        await consumer.stop()
+    assert "JoinGroupRequest" in sent, sent
+    assert sent[: sent.index("JoinGroupRequest")] == ["FindCoordinatorRequest"], sent
+
+
 async def test_a_commit_the_acls_refuse_names_the_topic_and_the_consumer_goes_on(
     sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
 ) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import copy
 import functools
 import io
 import logging
@@ -32,7 +33,7 @@ import re
 import struct
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
@@ -436,10 +437,11 @@ def adopt_bootstrap(client: Any, metadata: ProbeAnswer) -> bool:
     from aiokafka.cluster import ClusterMetadata
 
     answered = ClusterMetadata()
-    answered.update_metadata(metadata.response)
+    response = metadata.cluster_metadata()
+    answered.update_metadata(response)
     if not answered.brokers():
         return False
-    client.cluster.update_metadata(metadata.response)
+    client.cluster.update_metadata(response)
     if client._sync_task is None:
         client._sync_task = asyncio.ensure_future(client._md_synchronizer())
     return True
@@ -461,6 +463,25 @@ class ProbeAnswer(NamedTuple):
     """A broker that answered a probe, with its Metadata response (for :func:`adopt_bootstrap`)."""
 
     response: Any
+    named_topics: bool = False
+    """The request named the topics to check (``probe_broker(topics=...)``): :meth:`topic_errors` is
+    their answer, so the access check need not ask again."""
+
+    def topic_errors(self) -> dict[str, int] | None:
+        """Kafka's error code per named topic, as :func:`topic_errors` reads them; None when the probe
+        named none (an all-topics answer leaves out the topics the principal may not see)."""
+        if not self.named_topics:
+            return None
+        return {str(row[1]): int(row[0]) for row in self.response.topics}
+
+    def cluster_metadata(self) -> Any:
+        """The response to bootstrap a client from: without the named topics that came with an error (a
+        client applying those would log each one as an error; the access check reports them itself)."""
+        if not self.named_topics:
+            return self.response
+        found = copy.copy(self.response)
+        found.topics = [row for row in self.response.topics if row[0] == 0]
+        return found
 
 
 _PROBE_CONNECTION_KWARGS = (
@@ -477,11 +498,18 @@ _PROBE_CONNECTION_KWARGS = (
 
 
 async def probe_broker(
-    host: str, port: int, *, request_timeout_ms: int, client_kwargs: dict[str, Any]
+    host: str,
+    port: int,
+    *,
+    request_timeout_ms: int,
+    client_kwargs: dict[str, Any],
+    topics: Sequence[str] = (),
 ) -> ProbeFailure | ProbeAnswer:
     """Open one connection the way ``AIOKafkaClient`` would (TCP, TLS, ApiVersions, SASL) and ask for
     cluster metadata on it; the answer when all of that worked, else what went wrong and at which stage.
 
+    ``topics``: named in the Metadata request (never auto-created), so the answer carries their error
+    codes too and a starting consumer's access check makes no Metadata request of its own.
     ``client_kwargs`` are ``Settings.aiokafka_client_kwargs()``; only the connection's own are used.
     Every failure aiokafka can raise on this path is mapped here, so callers never see its classes.
     """
@@ -496,7 +524,10 @@ async def probe_broker(
     try:
         conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
-        response = await conn.send(MetadataRequest([]))
+        named = sorted(set(topics))
+        response = await conn.send(
+            MetadataRequest(named, allow_auto_topic_creation=False) if named else MetadataRequest([])
+        )
     except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
         return ProbeFailure("timeout", stage, "no answer")
     except errors.SaslAuthenticationFailed as failure:
@@ -512,7 +543,7 @@ async def probe_broker(
     finally:
         if conn is not None:
             conn.close()
-    return ProbeAnswer(response)
+    return ProbeAnswer(response, bool(named))
 
 
 def _broker_message(error: BaseException) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -124,6 +124,8 @@ async def check_access(
     topics: Collection[str] = (),
     group_id: str | None = None,
     timeout_ms: int | None = None,
+    topic_codes: Mapping[str, int] | None = None,
+    describe_group: bool = True,
 ) -> AccessReport:
     """Raise now, with the missing ACLs named, when ``settings``' principal may not consume ``topics``
     (explicit subscriptions; a pattern needs no check) in ``group_id``; report topics that do not exist.
@@ -132,6 +134,11 @@ async def check_access(
     DescribeGroups with authorized operations: a principal without READ on the group is caught even
     when it may DESCRIBE it. Connection trouble or a coordinator that is not ready skips the check
     (the membership loop retries and reports those); the whole check is bounded by request.timeout.ms.
+    ``topic_codes``: the error code per topic that the bootstrap probe already read for ``topics``
+    (``ProbeAnswer.topic_errors()``), so no Metadata request is sent for them again.
+    ``describe_group=False`` leaves DescribeGroups out (FindCoordinator still catches a principal without
+    even DESCRIBE): a classic consumer's JoinGroup needs the same READ and its refusal is explained the
+    same way (:func:`explain_authorization`), so the start spares that round trip (``group_checked`` False).
     """
     limit = (settings.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
     missing: frozenset[str] = frozenset()
@@ -142,13 +149,19 @@ async def check_access(
     try:
         async with asyncio.timeout(limit):
             if topics:
-                codes = await _aiokafka.topic_errors(client, sorted(set(topics)))
+                asked = sorted(set(topics))
+                if topic_codes is not None and set(asked) <= topic_codes.keys():
+                    codes = {topic: topic_codes[topic] for topic in asked}
+                else:
+                    codes = await _aiokafka.topic_errors(client, asked)
                 missing = frozenset(t for t, c in codes.items() if c == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 denied_topics = sorted(
                     t for t, c in codes.items() if c == ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 )
             if group_id is not None:
-                group_problem, group_checked, coordinator = await _group_access(client, group_id)
+                group_problem, group_checked, coordinator = await _group_access(
+                    client, group_id, describe=describe_group
+                )
     except (TimeoutError, ProtocolError) as error:
         log.info("access check skipped: %s", error or type(error).__name__)
     except Exception as error:
@@ -165,7 +178,9 @@ async def check_access(
     return AccessReport(missing, group_checked, coordinator)
 
 
-async def _group_access(client: Any, group_id: str) -> tuple[str | None, bool, CoordinatorAddress | None]:
+async def _group_access(
+    client: Any, group_id: str, *, describe: bool = True
+) -> tuple[str | None, bool, CoordinatorAddress | None]:
     """(what is wrong with our access to the group or None, whether the check could be made, the
     coordinator when found).
 
@@ -185,6 +200,8 @@ async def _group_access(client: Any, group_id: str) -> tuple[str | None, bool, C
     if answer.error_code != ErrorCode.NONE:
         return None, False, None
     coordinator = CoordinatorAddress(answer.node_id, answer.host, answer.port)
+    if not describe:
+        return None, False, coordinator
     try:
         described = await _aiokafka.send(
             client,

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Collection
 from typing import Any
 
 from staticconsumer import _aiokafka
@@ -38,7 +39,7 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
 
 
 async def bootstrap_answered(
-    client: Any, settings: Settings, *, timeout_ms: int | None = None
+    client: Any, settings: Settings, *, timeout_ms: int | None = None, topics: Collection[str] = ()
 ) -> tuple[str, _aiokafka.ProbeAnswer | None]:
     """Bootstrap ``client`` (an ``AIOKafkaClient`` built from ``settings.aiokafka_client_kwargs()``) and
     return the ``host:port`` that answered, with its probe's answer (another client of the same
@@ -51,7 +52,10 @@ async def bootstrap_answered(
     precedence across the servers: :class:`AuthenticationFailedError`, :class:`BrokerHandshakeError`,
     :class:`BrokerNotRespondingError`, :class:`BrokerUnreachableError`; each lists every server's outcome.
     The client takes the cluster metadata of the first probe that answered as its own bootstrap, so a
-    start opens one bootstrap connection, not two.
+    start opens one bootstrap connection, not two. ``topics`` are named in the probes' Metadata request,
+    so the answer also says whether each exists and may be described
+    (:meth:`~staticconsumer._aiokafka.ProbeAnswer.topic_errors`): the access check then asks nothing
+    more about them, one round trip fewer before the join.
     """
     limit_ms = (
         settings.request_timeout_ms if timeout_ms is None else min(timeout_ms, settings.request_timeout_ms)
@@ -61,8 +65,12 @@ async def bootstrap_answered(
     deadline = loop.time() + limit_ms / 1000
     addresses = _aiokafka.bootstrap_addresses(client)
     client_kwargs = settings.aiokafka_client_kwargs()
+    named = sorted(set(topics))
     probes = {
-        asyncio.create_task(_probe(host, port, settings, client_kwargs, deadline, limit_ms)): (host, port)
+        asyncio.create_task(_probe(host, port, settings, client_kwargs, deadline, limit_ms, named)): (
+            host,
+            port,
+        )
         for host, port in addresses
     }
     attempts: list[ConnectionAttempt] = []
@@ -112,7 +120,13 @@ def _in_listed_order(attempts: list[ConnectionAttempt], servers: tuple[str, ...]
 
 
 async def _probe(
-    host: str, port: int, settings: Settings, client_kwargs: dict[str, Any], deadline: float, limit_ms: int
+    host: str,
+    port: int,
+    settings: Settings,
+    client_kwargs: dict[str, Any],
+    deadline: float,
+    limit_ms: int,
+    topics: list[str],
 ) -> ConnectionAttempt | _aiokafka.ProbeAnswer:
     """Its metadata when this server answered as a Kafka broker should; else what went wrong there."""
     address = f"{host}:{port}"
@@ -147,7 +161,7 @@ async def _probe(
     try:
         async with asyncio.timeout_at(deadline):
             outcome = await _aiokafka.probe_broker(
-                host, port, request_timeout_ms=remaining_ms, client_kwargs=client_kwargs
+                host, port, request_timeout_ms=remaining_ms, client_kwargs=client_kwargs, topics=topics
             )
     except TimeoutError:
         outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")

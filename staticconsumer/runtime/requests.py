@@ -12,7 +12,6 @@ from typing import Any
 
 import msgspec
 
-from staticconsumer.broker_support import check_consumer_protocol, consumer_protocol_refused
 from staticconsumer.errors import ErrorCode
 from staticconsumer.membership import (
     IdPartitions,
@@ -240,12 +239,21 @@ def _consumer_heartbeat_answered(
     )
 
 
+def _check_consumer_protocol(versions: Versions, node: int) -> object:
+    """The broker speaks KIP-848 (``broker_support``, loaded by a consumer-protocol member only)."""
+    from staticconsumer.broker_support import check_consumer_protocol
+
+    return check_consumer_protocol(versions, node)
+
+
 def _consumer_protocol_refused(
     event: events.ConsumerGroupHeartbeatResponse, versions: Versions, node: int
 ) -> events.Event:
     """UNSUPPORTED_VERSION from a broker that advertises the API: the protocol is switched off there."""
     if event.error_code != ErrorCode.UNSUPPORTED_VERSION:
         return event
+    from staticconsumer.broker_support import consumer_protocol_refused
+
     refusal = consumer_protocol_refused(versions, node, event.error_message)
     return msgspec.structs.replace(event, error_message=str(refusal))
 
@@ -283,7 +291,7 @@ REQUESTS: dict[type[actions.Action], RequestSpec] = {
         _consumer_heartbeat,
         _consumer_heartbeat_answered,
         lambda a, c: a.request_timeout_ms,
-        check=check_consumer_protocol,
+        check=_check_consumer_protocol,
         explain=_consumer_protocol_refused,
     ),
     actions.ResolveTopicIds: RequestSpec(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import importlib
 import logging
 import threading
 import time
@@ -36,7 +37,6 @@ import msgspec
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
-from staticconsumer.broker_support import ensure_consumer_protocol
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConsumerStoppedError,
@@ -316,7 +316,18 @@ class MembershipThread:
         self._owner = _OnApplicationLoop(self._owner, app_loop, self._explain)
         self._app_loop = app_loop
         self._thread.start()
+        self._preload()
         await asyncio.wrap_future(self._ready)
+
+    def _preload(self) -> None:
+        """Load the membership loop and this protocol's machine here, on the application's thread, while
+        the membership thread bootstraps: their import (~5 ms of CPU, 10 modules) then overlaps the
+        bootstrap's and the access check's round trips instead of following them on the way to the join.
+        The application's loop waits for the start meanwhile anyway; the membership thread imports them
+        when they are needed all the same (already loaded, or waiting for this import to finish)."""
+        machine = "consumer_group" if self._settings.group_protocol == "consumer" else "classic"
+        for module in ("staticconsumer.runtime.loop", f"staticconsumer.membership.{machine}"):
+            importlib.import_module(module)
 
     async def bootstrapped(self) -> tuple[str, _aiokafka.ProbeAnswer | None]:
         """The bootstrap server that answered (``host:port``) and its probe's metadata, as soon as it did
@@ -576,11 +587,17 @@ class MembershipThread:
         try:
             try:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
-                self.bootstrapped_from, answer = await connection.bootstrap_answered(client, settings)
+                named = self._subscription.named
+                self.bootstrapped_from, answer = await connection.bootstrap_answered(
+                    client, settings, topics=named
+                )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
                 if settings.group_protocol == "consumer":
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;
-                    # the coordinator itself is checked again by every heartbeat (requests.py).
+                    # the coordinator itself is checked again by every heartbeat (requests.py). Loaded
+                    # here: a classic member never needs it.
+                    from staticconsumer.broker_support import ensure_consumer_protocol
+
                     await ensure_consumer_protocol(client, _aiokafka.any_node(client))
                 elif settings.group_instance_id is not None:
                     await check_static_membership_supported(client)
@@ -590,9 +607,14 @@ class MembershipThread:
                     subscription=self._subscription,
                     report=self._report_topics,
                 )
-                named = self._subscription.named
                 access = await connection.check_access(
-                    client, settings, topics=sorted(named), group_id=settings.group_id
+                    client,
+                    settings,
+                    topics=sorted(named),
+                    group_id=settings.group_id,
+                    topic_codes=answer.topic_errors() if answer is not None else None,
+                    # the classic JoinGroup's own refusal is explained alike: no DescribeGroups first
+                    describe_group=settings.group_protocol == "consumer",
                 )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
                 from .loop import MembershipLoop  # loaded on the membership thread, not at import

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from staticconsumer import _aiokafka
-from staticconsumer.connection import bootstrap, check_access
+from staticconsumer.connection import bootstrap, bootstrap_answered, check_access
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import (
     AuthenticationFailedError,
@@ -391,6 +391,62 @@ async def test_on_a_broker_without_an_authorizer_the_check_passes(
     assert report.group_checked
 
 
+async def test_the_probe_answers_the_access_checks_topic_question(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A starting consumer names its topics in the bootstrap probe's Metadata request: the access check
+    reads their codes from that answer and sends no Metadata request of its own (one round trip fewer
+    before the join), with the same report; the client adopts the answer without the missing topic, so
+    aiokafka logs no error for it."""
+    import aiokafka.client
+
+    topic = create_topic(partitions=2)
+    missing = f"{topic}-missing"
+    settings = _settings(kafka_broker.bootstrap_servers)
+    client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+    try:
+        _, answer = await bootstrap_answered(client, settings, topics=[topic, missing])
+        assert answer is not None
+        assert answer.topic_errors() == {topic: 0, missing: 3}
+        assert _aiokafka.metadata_topics(client) == {topic}, "the errored topic stays out of the cluster"
+        sent: list[str] = []
+        send = aiokafka.client.AIOKafkaClient.send
+
+        async def recording(self: Any, node_id: int, request: Any, **kwargs: Any) -> Any:
+            sent.append(type(request).__name__)
+            return await send(self, node_id, request, **kwargs)
+
+        monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "send", recording)
+        report = await check_access(
+            client,
+            settings,
+            topics=[topic, missing],
+            group_id=unique_group,
+            topic_codes=answer.topic_errors(),
+        )
+        assert report.missing_topics == {missing}
+        assert report.group_checked
+        assert not [name for name in sent if name.startswith("Metadata")], sent
+    finally:
+        await client.close()
+    assert not [r for r in caplog.records if r.levelname == "ERROR" and missing in r.getMessage()]
+    assert (await _connect_answer(settings)).topic_errors() is None, "no topics named: no codes"
+
+
+async def _connect_answer(settings: Settings) -> _aiokafka.ProbeAnswer:
+    client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+    try:
+        _, answer = await bootstrap_answered(client, settings)
+    finally:
+        await client.close()
+    assert answer is not None
+    return answer
+
+
 # -- the consumer says the same -----------------------------------------------------------------------
 
 
@@ -464,6 +520,59 @@ async def test_the_consumer_names_the_acl_it_lacks(
     )
     assert f"not allowed to join group '{unique_group}'" in str(refused)
     assert f"User:carol needs READ on Group:{unique_group}" in str(refused)
+
+
+async def test_a_classic_consumer_that_may_describe_but_not_read_its_group_is_refused_at_its_join(
+    sasl_kafka: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    """A classic start sends no DescribeGroups before joining: the JoinGroup needs the same READ, and its
+    refusal names the ACL as the access check would have."""
+    sasl_kafka.create_topic(unique_topic, 1)
+    sasl_kafka.grant("User:dave", "TOPIC", unique_topic, "READ")
+    sasl_kafka.grant("User:dave", "GROUP", unique_group, "DESCRIBE")
+    fields = sasl_kafka.sasl_settings("dave", "SCRAM-SHA-256")
+
+    def consumer() -> StaticConsumer:
+        return StaticConsumer(
+            unique_topic, bootstrap_servers=sasl_kafka.bootstrap_servers, group_id=unique_group, **fields
+        )
+
+    refused = await _eventually_raises(lambda: _start_and_stop(consumer()), GroupAuthorizationFailedError)
+    assert f"not allowed to join group '{unique_group}'" in str(refused)
+    assert f"User:dave needs READ on Group:{unique_group}" in str(refused)
+
+
+async def test_a_classic_start_asks_nothing_before_its_join_that_the_join_does_not_need(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before the first JoinGroup a classic start sends FindCoordinator only (the topics' codes came with
+    the bootstrap probe's metadata; DescribeGroups is left to the join's own answer)."""
+    topic = create_topic(partitions=1)
+    sent: list[str] = []
+    send = _aiokafka.send
+
+    async def recording(client: Any, node_id: int, message: Any, **kwargs: Any) -> Any:
+        sent.append(type(message).__name__)
+        return await send(client, node_id, message, **kwargs)
+
+    monkeypatch.setattr(_aiokafka, "send", recording)
+    consumer = StaticConsumer(
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        group_id=unique_group,
+        group_instance_id="i-0",
+        **FAST,
+    )
+    await consumer.start()
+    try:
+        await until_assigned(consumer)
+    finally:
+        await consumer.stop()
+    assert "JoinGroupRequest" in sent, sent
+    assert sent[: sent.index("JoinGroupRequest")] == ["FindCoordinatorRequest"], sent
 
 
 async def test_a_commit_the_acls_refuse_names_the_topic_and_the_consumer_goes_on(

@@ -38,6 +38,7 @@ task groups: anyio's asyncio backend cost ~15 ms of CPU at every start; only the
 NOT_AT_IMPORT = (
     "staticconsumer.membership.classic",
     "staticconsumer.membership.consumer_group",
+    "staticconsumer.broker_support",
     "assignors.model",
     "assignors.range",
     "assignors.roundrobin",
@@ -46,7 +47,12 @@ NOT_AT_IMPORT = (
 )
 """Loaded by the member that runs them, not by ``import staticconsumer`` (issue 26): each protocol's
 membership machine (a restart runs one of the two), and the assignors' code (a consumer creates its
-assignors when it is built; KIP-848's consumer protocol never runs one)."""
+assignors when it is built; KIP-848's consumer protocol never runs one), and the check that a broker
+speaks KIP-848 (``broker_support``)."""
+
+KIP_848_ONLY = ("staticconsumer.membership.consumer_group", "staticconsumer.broker_support")
+"""What only a consumer-protocol (KIP-848) member needs: its machine, and the check that the broker
+speaks that protocol. A classic member's restart never loads them."""
 
 
 def _loaded_after(
@@ -93,6 +99,65 @@ def test_a_member_loads_only_its_protocols_machine(group_protocol: str, machine:
     )
     machines = NOT_AT_IMPORT[:2]
     assert _loaded_after(code, watched=machines) == [machine]
+
+
+def test_a_classic_members_restart_path_loads_nothing_of_kip_848() -> None:
+    """Import, construct, then what the membership thread loads for a classic member (its loop, with the
+    request table, and the classic machine): no module of the consumer protocol's own."""
+    code = (
+        CONSTRUCT + "\nimport staticconsumer.runtime.loop, staticconsumer.runtime.requests, "
+        "staticconsumer.runtime.thread, staticconsumer.membership.classic"
+    )
+    assert _loaded_after(code, watched=KIP_848_ONLY) == []
+
+
+def test_the_consumer_protocol_check_loads_on_first_use() -> None:
+    """The request table's KIP-848 check still reaches broker_support: loaded, and refusing a broker
+    that does not advertise ConsumerGroupHeartbeat."""
+    code = (
+        "from staticconsumer.runtime.requests import REQUESTS\n"
+        "from staticconsumer.membership import actions\n"
+        "from staticconsumer.errors import ConsumerProtocolUnsupportedError\n"
+        "check = REQUESTS[actions.SendConsumerGroupHeartbeat].check\n"
+        "try:\n"
+        "    check({}, 1)\n"
+        "except ConsumerProtocolUnsupportedError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('a broker without ConsumerGroupHeartbeat passed the check')"
+    )
+    assert _loaded_after(code, watched=KIP_848_ONLY) == ["staticconsumer.broker_support"]
+
+
+@pytest.mark.parametrize(
+    ("group_protocol", "machine"),
+    [
+        ("classic", "staticconsumer.membership.classic"),
+        ("consumer", "staticconsumer.membership.consumer_group"),
+    ],
+)
+def test_start_loads_the_membership_loop_and_its_machine_while_the_thread_bootstraps(
+    group_protocol: str, machine: str
+) -> None:
+    """start() loads them on the application's thread as soon as the membership thread runs, overlapping
+    the bootstrap's round trips: here nothing listens, so the thread fails at its bootstrap and never
+    reaches its own import of them, and they are loaded all the same (this protocol's machine only)."""
+    code = (
+        "import asyncio, socket\n"
+        "import staticconsumer\n"
+        "with socket.socket() as s:\n"
+        "    s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]\n"
+        "c = staticconsumer.StaticConsumer('t', bootstrap_servers=f'127.0.0.1:{port}', group_id='g', "
+        f"group_instance_id='g-0', group_protocol={group_protocol!r})\n"
+        "try:\n"
+        "    asyncio.run(c.start())\n"
+        "except staticconsumer.errors.BrokerUnreachableError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('started with nothing listening')"
+    )
+    watched = ("staticconsumer.runtime.loop", *NOT_AT_IMPORT[:2])
+    assert _loaded_after(code, watched=watched) == ["staticconsumer.runtime.loop", machine]
 
 
 def test_the_lazy_names_are_the_same_objects() -> None:

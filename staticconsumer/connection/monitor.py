@@ -147,6 +147,7 @@ class ConnectionMonitor:
         with self._lock:
             if client not in self._clients:
                 self._clients.append(client)
+        _aiokafka.report_answers(client, self.answered)
 
     def watch_topics(self, topics: Collection[str]) -> None:
         """Also fold aiokafka's "Topic X not found in cluster metadata" flood for these (the subscription)."""
@@ -168,7 +169,9 @@ class ConnectionMonitor:
             self._installed = False
         with self._lock:
             pending = [o for o in self._outages.values() if o.suppressed]
-            self._clients.clear()
+            clients, self._clients = self._clients, []
+        for client in clients:
+            _aiokafka.report_answers(client, None)
         for outage in pending:
             self._logger.warning(
                 "%s: stopping while Kafka broker %s (node %d) is still unreachable (%d more connection "
@@ -299,6 +302,22 @@ class ConnectionMonitor:
         )
         if changed and self._on_change is not None:
             self._on_change(state)
+
+    def answered(self, node_id: int, sent_at: float) -> None:
+        """A request to broker ``node_id`` sent at ``sent_at`` (this monitor's clock) was answered, a new
+        connection's ApiVersions included: an outage of that broker that began before it was sent ends
+        now, not at :meth:`run`'s next turn (issue 27: the state read ``disconnected`` for seconds while
+        records flowed). A request sent before the outage began proves nothing (a controlled shutdown
+        answers some in-flight requests). Free while nothing is down: clients call it per answer."""
+        if not self._outages:  # unlocked read: a dict's truth value is atomic
+            return
+        with self._lock:
+            address = next(
+                (o.address for o in self._outages.values() if o.node_id == node_id and o.since <= sent_at),
+                None,
+            )
+        if address is not None:
+            self.recovered(address)
 
     def check_recovery(self) -> None:
         """Mark recovered every unreachable broker to which a watched client has a live connection, and

@@ -390,7 +390,7 @@ class Bounce(msgspec.Struct):
     requests_per_restart: dict[str, float] = {}
     """With ``--trace``: per API, the median over restarts of its summed seconds in flight during one
     restart (start() to first record), in the restarting member's process (the idle members' fetches and
-    heartbeats left out)."""
+    heartbeats left out); ``<API> count``: how many were sent."""
 
 
 class BrokerRestart(msgspec.Struct):
@@ -558,6 +558,7 @@ def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: 
             for e in requests:
                 if began <= e["t"] <= ended:
                     summed[e["api"]] = summed.get(e["api"], 0.0) + e["took"]
+                    summed[f"{e['api']} count"] = summed.get(f"{e['api']} count", 0.0) + 1
             for api, took in summed.items():
                 per_api.setdefault(api, []).append(took)
     return {api: statistics.median(took) for api, took in sorted(per_api.items())}

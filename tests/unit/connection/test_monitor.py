@@ -296,6 +296,32 @@ async def test_our_clients_report_answers_and_new_connections(monkeypatch: pytes
     assert all(sent <= at <= time.monotonic() for _, at in answers)
 
 
+def test_a_record_logged_for_one_consumer_is_no_outage_of_another_on_the_same_broker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 27: in a process of many consumers on one broker, every monitor claimed every record, so a
+    consumer still waiting out its backoff (NodeNotReadyError on a fetch) reopened the outage of each one
+    that had just recovered: their state lagged the records by seconds. A record logged in a monitor's
+    own context (its consumer's tasks and membership thread) is that monitor's only; one from elsewhere
+    is still offered to all."""
+    caplog.set_level(logging.INFO, "staticconsumer.connection.monitor")
+    ours, theirs = ConnectionMonitor("group 'a'"), ConnectionMonitor("group 'b'")
+    for monitor in (ours, theirs):
+        monitor.watch(_client(9092))
+        monitor.install()
+    try:
+        with ours.owning():
+            _log_connect_failure(1, _refused(9092))
+        assert ours.state is ConnectionState.DISCONNECTED
+        assert theirs.state is ConnectionState.CONNECTED, "another consumer's failure is not its outage"
+        assert len([m for m in _ours(caplog) if "is unreachable" in m]) == 1
+        _log_connect_failure(1, _refused(9092))  # no owner (aiokafka driven from elsewhere): offered to all
+        assert theirs.state is ConnectionState.DISCONNECTED
+    finally:
+        ours.close()
+        theirs.close()
+
+
 def test_closing_during_an_outage_says_so_and_stops_folding(caplog: pytest.LogCaptureFixture) -> None:
     monitor = ConnectionMonitor("group 'g'")
     monitor.watch(_client(9092))

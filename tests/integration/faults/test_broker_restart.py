@@ -87,6 +87,16 @@ async def test_a_broker_restart_is_no_reconnect_storm_and_loses_nothing(
         auto_offset_reset="earliest",
     )
     await consumer.start()
+    neighbour = StaticConsumer(  # another consumer in this process on the same broker: its own outage
+        topic,
+        bootstrap_servers=broker.bootstrap_servers,
+        group_id="restart-neighbour",
+        group_instance_id="neighbour-0",
+        session_timeout_ms=45_000,
+        heartbeat_interval_ms=1000,
+        request_timeout_ms=5000,
+    )
+    await neighbour.start()
     keys: list[bytes] = []
     try:
         deadline = time.monotonic() + 30
@@ -162,8 +172,12 @@ async def test_a_broker_restart_is_no_reconnect_storm_and_loses_nothing(
         if not broker.running:
             await asyncio.to_thread(broker.restart)
         await consumer.stop()
+        await neighbour.stop()
 
     monitor = [r for r in caplog.records if r.name == "staticconsumer.connection.monitor"]
-    assert len([r for r in monitor if "is unreachable" in r.getMessage()]) == 1, "one WARNING as it stops"
+    for group_id in (group, "restart-neighbour"):
+        down = [m for r in monitor if "is unreachable" in (m := r.getMessage()) and f"'{group_id}'" in m]
+        # one each: the other consumer's failures (its backoff still running) reopen no outage of its own
+        assert len(down) == 1, f"group {group_id}: {down}"
     assert [r for r in monitor if "is reachable again" in r.getMessage()], "the return is reported"
     assert not [r for r in caplog.records if r.exc_info], "no traceback"

@@ -3,24 +3,34 @@ restart under the whole fleet, on one embedded broker.
 
 The members live in a few worker processes (``--processes``; a StatefulSet's pods, packed), each running
 its share of StaticConsumers on one event loop, with auto-commit off so a restarted member reads its
-partitions from the start and its first record comes as soon as it holds them again. The topic has
-2N partitions, pre-filled. Each size (``--small``, 3 by default, and ``--members``) runs in the same
-run, each with its own group and topic:
+partitions from the start and its first record comes as soon as it holds them again. Two groups run at
+once in the SAME worker processes, each with its own topic (2 partitions per member, pre-filled): the
+fleet (``--members``) and a small group (``--small``, 3 by default, spread one per worker). So a small
+member shares its event loop and the cores with the fleet's members exactly as a fleet member does, and
+the comparison of the two is one of group size only, not of CPU packing (until 5f32430 the small group
+ran alone, one member per process: the ratio mixed group size with 100 idle members per loop).
 
-* rolling bounce: every member in turn is stopped (no LeaveGroup) and started again with the same
-  group.instance.id, the next one once the last has its first record (well within the session timeout).
-  Counted: rebalances (generations handed out after the group settled), partitions revoked from members
-  that were not the one restarting, and each restart's seconds from its start() to its first record;
-* broker restart (the largest size only): the broker's JVM is shut down for ``--down`` seconds and
-  restarted on the same port and data (``EmbeddedKafka.shut_down``/``restart``). Counted: connection
-  attempts per consumer after the first 5 s of the outage (every ``create_connection`` to the broker's
-  port in each worker, divided by its members), each member's seconds from the broker's return to
+* rolling bounce: every fleet member in turn is stopped (no LeaveGroup) and started again with the same
+  group.instance.id, the next once the last has its first record (well within the session timeout);
+  between them, one restart of a small-group member in turn (``--small-restarts`` in all, spread evenly
+  over the fleet's bounce), so both groups' restarts are measured on the same loops, under the same
+  load, at the same time. Counted per group: rebalances (generations handed out after the groups
+  settled), partitions revoked from members that were not the one restarting, and each restart's
+  seconds from its start() to its first record;
+* broker restart: the broker's JVM is shut down for ``--down`` seconds and restarted on the same port
+  and data (``EmbeddedKafka.shut_down``/``restart``) under both groups. Its return is the moment it
+  ANSWERS again (an ApiVersions request answered, probed every 50 ms): its port accepts TCP connections
+  seconds earlier (the kernel's backlog, before the broker serves them) and ``restart()`` returns
+  seconds later (topic created, group coordinators loaded); both are recorded too. Counted:
+  connection attempts per consumer after the first 5 s of the outage (every ``create_connection`` to
+  the broker's port in each worker, divided by its members), each member's seconds from the return to
   its connection state being ``connected`` again and to its first record written after the return, and
   whether every record written before the stop and after the return was consumed.
 
 Targets: 0 rebalances, 0 partitions revoked from members that did not restart, restart-to-first-record
-median at N within 1.2x of N=3; attempts <= 2 per second per consumer per broker after 5 s, every member
-back within 2 s of the return, nothing lost. The machine's load is recorded (``environment``).
+median of the fleet within 1.2x of the small group's; attempts <= 2 per second per consumer per broker
+after 5 s, every member back within 2 s of the return, nothing lost. The machine's load is recorded
+(``environment``).
 
 Run: .venv/bin/python -m benchmarks.fleet [--members 30] [--processes 3] [--down 20]
 Writes benchmarks/results/fleet_<members>.json (schema: ``Report``).
@@ -34,7 +44,9 @@ import contextlib
 import json
 import logging
 import os
+import statistics
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -57,9 +69,42 @@ SETTLE_S = 5.0
 # -- the worker process: its share of the members -------------------------------------------------------
 
 
+_EMIT_LOCK = threading.Lock()
+TRACED_OUT = {1: "Fetch", 12: "Heartbeat"}
+"""Requests the idle members send all along: not part of any one restart, left out of ``--trace``."""
+API_NAMES = {
+    0: "Produce",
+    2: "ListOffsets",
+    3: "Metadata",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    10: "FindCoordinator",
+    11: "JoinGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    18: "ApiVersions",
+}
+
+
 def _emit(**event: Any) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
+    line = json.dumps(event) + "\n"
+    with _EMIT_LOCK:  # the membership threads emit too (--trace)
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def _trace() -> None:
+    """Every answered request but the idle ones (fetch long-polls, heartbeats), from any thread."""
+    from staticconsumer import _aiokafka
+
+    def on_request(api: int, version: int | None, port: int, sent: float, took: float) -> None:
+        if api not in TRACED_OUT:
+            _emit(ev="req", api=API_NAMES.get(api, str(api)), took=took, t=sent)
+
+    def on_connect(port: int, began: float, took: float) -> None:
+        _emit(ev="req", api="connect", took=took, t=began)
+
+    _aiokafka.trace_wire(on_request, on_connect)
 
 
 def _count_connects(port: int) -> list[float]:
@@ -77,8 +122,10 @@ def _count_connects(port: int) -> list[float]:
 
 
 class _Member:
-    def __init__(self, instance: str, args: argparse.Namespace) -> None:
+    def __init__(self, instance: str, group: str, topic: str, args: argparse.Namespace) -> None:
         self.instance = instance
+        self.group = group
+        self.topic = topic
         self.args = args
         self.stopping = False
         self.task: asyncio.Task[None] | None = None
@@ -95,13 +142,13 @@ class _Member:
     async def run(self, restart: bool) -> None:
         from staticconsumer import StaticConsumer
 
-        instance = self.instance
+        instance, group = self.instance, self.group
         consumer: Any = None
 
         class Listener:
             def on_partitions_assigned(self, assigned: Any) -> None:
                 gen = consumer.generation if consumer is not None else -1
-                _emit(ev="assigned", m=instance, n=len(assigned), gen=gen, t=time.time())
+                _emit(ev="assigned", m=instance, g=group, n=len(assigned), gen=gen, t=time.time())
 
             def on_partitions_revoked(self, revoked: Any) -> None:
                 _emit(ev="revoked", m=instance, n=len(revoked), t=time.time())
@@ -111,9 +158,9 @@ class _Member:
 
         began = time.time()
         consumer = StaticConsumer(
-            self.args.topic,
+            self.topic,
             bootstrap_servers=self.args.bootstrap,
-            group_id=self.args.group,
+            group_id=group,
             group_instance_id=instance,
             session_timeout_ms=SESSION_MS,
             heartbeat_interval_ms=3000,
@@ -147,7 +194,14 @@ class _Member:
 async def worker(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING)
     connects = _count_connects(int(args.bootstrap.rpartition(":")[2]))
-    members = {instance: _Member(instance, args) for instance in args.instances.split(",")}
+    if args.trace:
+        _trace()
+    members = {
+        instance: _Member(instance, group, topic, args)
+        for share in args.spec.split(";")
+        for group, topic, instances in [share.split(":")]
+        for instance in instances.split(",")
+    }
     for member in members.values():
         member.start(restart=False)
     loop = asyncio.get_running_loop()
@@ -210,13 +264,21 @@ class Fleet:
         return {k for e in self.events("keys", since) for k in e["keys"]}
 
 
-async def _spawn(
-    args: argparse.Namespace, topic: str, group: str, instances: list[str], processes: int
-) -> Fleet:
-    shares = [instances[i::processes] for i in range(processes)]
+class _Group(msgspec.Struct):
+    """One group of the run: its members' instance ids, its own topic."""
+
+    name: str
+    topic: str
+    instances: list[str]
+
+
+async def _spawn(args: argparse.Namespace, groups: list[_Group], processes: int) -> Fleet:
+    """Worker ``i`` runs every group's members ``i, i + processes, ...``: each group spread evenly."""
     workers = []
-    for share in shares:
-        if not share:
+    for index in range(processes):
+        shares = [(g, g.instances[index::processes]) for g in groups]
+        spec = ";".join(f"{g.name}:{g.topic}:{','.join(share)}" for g, share in shares if share)
+        if not spec:
             continue
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -225,17 +287,14 @@ async def _spawn(
             "--worker",
             "--bootstrap",
             args.bootstrap,
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--instances",
-            ",".join(share),
+            "--spec",
+            spec,
+            *(["--trace"] if args.trace else []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        w = _Worker(process, share)
+        w = _Worker(process, [i for _, share in shares for i in share])
         w.reader = asyncio.create_task(w.read())
         workers.append(w)
     return Fleet(workers)
@@ -286,8 +345,9 @@ async def _produce(
     return acknowledged
 
 
-async def _listening(port: int, restarted: asyncio.Future[Any]) -> float:
-    """When the restarting broker's port first accepts a connection (its return, as clients see it)."""
+async def _accepting(port: int, restarted: asyncio.Future[Any]) -> float:
+    """When the restarting broker's port first accepts a TCP connection: the kernel completes handshakes
+    into the listen backlog before the broker serves them, so this is not yet its return."""
     while not restarted.done():
         try:
             _, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -299,29 +359,52 @@ async def _listening(port: int, restarted: asyncio.Future[Any]) -> float:
     return time.time()
 
 
+async def _answering(port: int, restarted: asyncio.Future[Any]) -> float:
+    """When the restarting broker first answers a request (ApiVersions, what every client sends first on
+    a new connection): its return, as its clients see it. A probe sent early is answered as soon as the
+    broker serves its backlog."""
+    from aiokafka.conn import create_conn
+
+    while not restarted.done():
+        try:
+            conn = await create_conn("127.0.0.1", port, request_timeout_ms=5000)
+        except Exception:
+            await asyncio.sleep(0.05)
+            continue
+        answered = time.time()
+        conn.close()
+        return answered
+    return time.time()
+
+
 class Bounce(msgspec.Struct):
     members: int
     partitions: int
     processes: int
     settle_seconds: float
-    """From the first member's start to a group that has stopped changing."""
+    """From the first member's start to both groups having stopped changing."""
     rebalances: int
     revoked_from_others: int
     restart_to_first_record: Spread
     restart_to_started: Spread
+    requests_per_restart: dict[str, float] = {}
+    """With ``--trace``: per API, the median over restarts of its summed seconds in flight during one
+    restart (start() to first record), in the restarting member's process (the idle members' fetches and
+    heartbeats left out); ``<API> count``: how many were sent."""
 
 
 class BrokerRestart(msgspec.Struct):
     members: int
+    """Every member of both groups."""
     down_seconds: float
-    """The stop until the port accepted connections again."""
+    """The stop until the broker answered a request again (its return)."""
     restart_seconds: float
-    """The broker's JVM start until it was ready (topic created, coordinators loaded)."""
+    """The broker's JVM start until ``restart()`` returned (topic created, coordinators loaded)."""
     connects_per_consumer_per_second: Spread
     """After the first 5 s of the outage, per worker process: its connection attempts / its members /
     seconds (one broker)."""
     reconnected_after_return: Spread
-    """Per member: the broker's port accepting connections again -> its connection state ``connected``."""
+    """Per member: the broker answering again -> its connection state ``connected``."""
     first_record_after_return: Spread
     """Per member: a record written to each partition once the broker was ready, from its
     acknowledgement to the member receiving it (the quickest of the member's partitions)."""
@@ -329,16 +412,30 @@ class BrokerRestart(msgspec.Struct):
     lost: int
     rebalances: int
     revoked: int
+    accepting_to_answering_seconds: float = float("nan")
+    """The port accepting TCP connections again -> the broker answering (the old benchmark's "return" was
+    the former)."""
+    answering_to_ready_seconds: float = float("nan")
+    """The broker answering -> ``EmbeddedKafka.restart()`` returning."""
+    reconnected_after_accepting: Spread | None = None
+    """Per member, as ``reconnected_after_return`` but from the port accepting TCP connections again."""
+    reconnected_after_ready: Spread | None = None
+    """Per member, as ``reconnected_after_return`` but from ``restart()`` returning (below 0: before)."""
 
 
 class Report(msgspec.Struct):
     benchmark: str
     environment: Environment
     bounces: list[Bounce]
+    """The small group's, then the fleet's: run at the same time in the same worker processes."""
     broker_restart: BrokerRestart | None
     ratio_first_record: float
-    """Restart-to-first-record median at the largest size over the smallest's."""
+    """Restart-to-first-record median of the fleet over the small group's."""
     targets: dict[str, bool]
+    comparison: str = "separate runs"
+    """How the two sizes were compared: ``same processes, interleaved`` (each small member shares a worker
+    and its loop with a share of the fleet, its restarts between the fleet's), or ``separate runs`` (before:
+    the small group ran alone, one member per process)."""
 
 
 async def _settled(fleet: Fleet, members: int, within: float) -> None:
@@ -354,95 +451,153 @@ async def _settled(fleet: Fleet, members: int, within: float) -> None:
     await fleet.until(quiet, within, f"{members} members started, reading and settled")
 
 
-def _generation_after(fleet: Fleet, since: float) -> set[int]:
-    return {e["gen"] for e in fleet.events("assigned", since)}
+def _generations_after(fleet: Fleet, since: float) -> set[tuple[str, int]]:
+    return {(e["g"], e["gen"]) for e in fleet.events("assigned", since)}
 
 
-async def bounce(args: argparse.Namespace, kafka: EmbeddedKafka, members: int, restart_broker: bool) -> Any:
+def _schedule(large: list[str], small: list[str], small_restarts: int) -> list[str]:
+    """The fleet's members in turn, with ``small_restarts`` restarts of the small group's members (each in
+    turn) spread evenly between them."""
+    order: list[str] = []
+    due = 0.0
+    every = len(large) / max(small_restarts, 1)
+    done = 0
+    for index, instance in enumerate(large):
+        order.append(instance)
+        while done < small_restarts and index + 1 >= due + every:
+            order.append(small[done % len(small)])
+            done += 1
+            due += every
+    order += [small[k % len(small)] for k in range(done, small_restarts)]
+    return order
+
+
+async def _restart_one(fleet: Fleet, instance: str) -> tuple[float, float]:
+    asked = time.time()
+    await fleet.of[instance].send(f"restart {instance}")
+    await fleet.until(
+        lambda: any(e["m"] == instance and e["restart"] for e in fleet.events("first", asked)),
+        60,
+        f"{instance} reading again after its restart",
+    )
+    return asked, time.time()
+
+
+async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, Bounce, BrokerRestart | None]:
     suffix = uuid.uuid4().hex[:6]
-    topic, group = f"fleet-{members}-{suffix}", f"fleet-{members}-{suffix}"
-    partitions = 2 * members
-    await asyncio.to_thread(kafka.create_topic, topic, partitions)
-    await _produce(kafka.bootstrap_servers, topic, partitions, "pre", PREFILL)
-    instances = [f"m-{i:03d}" for i in range(members)]
+    groups = [
+        _Group(f"fleet-{size}-{suffix}", f"fleet-{size}-{suffix}", [f"{prefix}-{i:03d}" for i in range(size)])
+        for size, prefix in ((args.small, "s"), (args.members, "m"))
+    ]
+    for g in groups:
+        await asyncio.to_thread(kafka.create_topic, g.topic, 2 * len(g.instances))
+        await _produce(kafka.bootstrap_servers, g.topic, 2 * len(g.instances), "pre", PREFILL)
+    small, large = groups
+    total = len(small.instances) + len(large.instances)
     began = time.time()
-    fleet = await _spawn(args, topic, group, instances, min(args.processes, members))
+    fleet = await _spawn(args, groups, args.processes)
     try:
-        await _settled(fleet, members, within=120 + members * 2)
+        await _settled(fleet, total, within=120 + total * 2)
         settled = time.time()
-        generations = _generation_after(fleet, 0)
+        generations = _generations_after(fleet, 0)
         print(
-            f"N={members}: settled in {settled - began:.1f} s, generations {sorted(generations)}", flush=True
-        )
-        windows: dict[str, tuple[float, float]] = {}
-        for instance in instances:
-            asked = time.time()
-            await fleet.of[instance].send(f"restart {instance}")
-            await fleet.until(
-                lambda i=instance, a=asked: any(
-                    e["m"] == i and e["restart"] for e in fleet.events("first", a)
-                ),
-                60,
-                f"{instance} reading again after its restart",
-            )
-            windows[instance] = (asked, time.time())
-        await asyncio.sleep(3)
-        firsts = [e["since"] for e in fleet.events("first", settled) if e["restart"]]
-        starts = [e["since"] for e in fleet.events("started", settled) if e["restart"]]
-        new_generations = _generation_after(fleet, settled) - generations
-        revoked = sum(
-            e["n"]
-            for kind in ("revoked", "lost")
-            for e in fleet.events(kind, settled)
-            if not (windows[e["m"]][0] <= e["t"] <= windows[e["m"]][1])
-        )
-        result = Bounce(
-            members=members,
-            partitions=partitions,
-            processes=len(fleet.workers),
-            settle_seconds=settled - began,
-            rebalances=len(new_generations),
-            revoked_from_others=revoked,
-            restart_to_first_record=spread(firsts),
-            restart_to_started=spread(starts),
-        )
-        print(
-            f"N={members}: bounce rebalances {result.rebalances}, revoked from others {revoked}, "
-            f"first record "
-            f"median {result.restart_to_first_record.median:.2f} s",
+            f"{total} members settled in {settled - began:.1f} s, generations {sorted(generations)}",
             flush=True,
         )
-        outage = (
-            await _broker_restart(args, kafka, fleet, topic, partitions, members) if restart_broker else None
-        )
-        return result, outage
+        windows: dict[str, list[tuple[float, float]]] = {}
+        for instance in _schedule(large.instances, small.instances, args.small_restarts):
+            windows.setdefault(instance, []).append(await _restart_one(fleet, instance))
+        await asyncio.sleep(3)
+        new_generations = _generations_after(fleet, settled) - generations
+        bounces = []
+        for g in groups:
+            mine = set(g.instances)
+            revoked = sum(
+                e["n"]
+                for kind in ("revoked", "lost")
+                for e in fleet.events(kind, settled)
+                if e["m"] in mine and not any(a <= e["t"] <= b for a, b in windows.get(e["m"], []))
+            )
+            result = Bounce(
+                members=len(g.instances),
+                partitions=2 * len(g.instances),
+                processes=len(fleet.workers),
+                settle_seconds=settled - began,
+                rebalances=sum(1 for name, _ in new_generations if name == g.name),
+                revoked_from_others=revoked,
+                restart_to_first_record=spread(
+                    [e["since"] for e in fleet.events("first", settled) if e["restart"] and e["m"] in mine]
+                ),
+                restart_to_started=spread(
+                    [e["since"] for e in fleet.events("started", settled) if e["restart"] and e["m"] in mine]
+                ),
+            )
+            if args.trace:
+                result.requests_per_restart = _per_api(fleet, windows, mine)
+            bounces.append(result)
+            print(
+                f"N={result.members}: bounce rebalances {result.rebalances}, revoked from others {revoked}, "
+                f"first record median {result.restart_to_first_record.median:.3f} s "
+                f"({result.restart_to_first_record.runs} restarts)",
+                flush=True,
+            )
+        outage = await _broker_restart(args, kafka, fleet, groups) if not args.no_broker_restart else None
+        return bounces[0], bounces[1], outage
     finally:
         await _quit(fleet)
 
 
+def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: set[str]) -> dict[str, float]:
+    per_api: dict[str, list[float]] = {}
+    for instance, spans in windows.items():
+        if instance not in mine:
+            continue
+        requests = [e for e in fleet.of[instance].events if e.get("ev") == "req"]
+        for began, ended in spans:
+            summed: dict[str, float] = {}
+            for e in requests:
+                if began <= e["t"] <= ended:
+                    summed[e["api"]] = summed.get(e["api"], 0.0) + e["took"]
+                    summed[f"{e['api']} count"] = summed.get(f"{e['api']} count", 0.0) + 1
+            for api, took in summed.items():
+                per_api.setdefault(api, []).append(took)
+    return {api: statistics.median(took) for api, took in sorted(per_api.items())}
+
+
 async def _broker_restart(
-    args: argparse.Namespace, kafka: EmbeddedKafka, fleet: Fleet, topic: str, partitions: int, members: int
+    args: argparse.Namespace, kafka: EmbeddedKafka, fleet: Fleet, groups: list[_Group]
 ) -> BrokerRestart:
     before = time.time()
-    generations = _generation_after(fleet, 0)
-    await _produce(kafka.bootstrap_servers, topic, partitions, "mid")
-    mid = {f"mid-{p}-0" for p in range(partitions)}
+    members = sum(len(g.instances) for g in groups)
+    generations = _generations_after(fleet, 0)
+    mid: set[str] = set()
+    for n, g in enumerate(groups):
+        partitions = 2 * len(g.instances)
+        await _produce(kafka.bootstrap_servers, g.topic, partitions, f"mid{n}")
+        mid |= {f"mid{n}-{p}-0" for p in range(partitions)}
     await fleet.until(lambda: mid <= fleet.keys(before), 60, "records written before the stop consumed")
     stopped = time.time()
     await asyncio.to_thread(kafka.shut_down)
     await asyncio.sleep(max(0.0, args.down - (time.time() - stopped)))
     restarting = time.time()
     restarted = asyncio.ensure_future(asyncio.to_thread(kafka.restart))
-    listening = await _listening(kafka.port, restarted)
+    accepting, answering = await asyncio.gather(
+        _accepting(kafka.port, restarted), _answering(kafka.port, restarted)
+    )
     await restarted
     ready = time.time()
     print(
-        f"broker down {listening - stopped:.1f} s, listening {listening - restarting:.1f} s after its start, "
-        f"ready after {ready - restarting:.1f} s",
+        f"broker down {answering - stopped:.1f} s: its port accepting {accepting - restarting:.1f} s after "
+        f"its start, answering {answering - accepting:.1f} s later, restart() returned "
+        f"{ready - answering:.1f} s after that",
         flush=True,
     )
-    written = await _produce(kafka.bootstrap_servers, topic, partitions, "late")
-    late = {f"late-{p}-0" for p in range(partitions)}
+    written: dict[str, float] = {}
+    late: set[str] = set()
+    for n, g in enumerate(groups):
+        partitions = 2 * len(g.instances)
+        written |= await _produce(kafka.bootstrap_servers, g.topic, partitions, f"late{n}")
+        late |= {f"late{n}-{p}-0" for p in range(partitions)}
     await fleet.until(lambda: late <= fleet.keys(ready), 120, "records written after the return consumed")
     await asyncio.sleep(2)
     for w in fleet.workers:
@@ -451,10 +606,10 @@ async def _broker_restart(
     await fleet.until(lambda: all(c for c in counts) or _refresh(fleet, counts), 30, "connection counts")
     seconds = restarting - stopped - SETTLE_S
     rates = [c[-1]["n"] / c[-1]["members"] / seconds for c in counts]
-    connected = {}
+    connected: dict[str, float] = {}
     for e in fleet.events("state", stopped):
         if e["s"] == "connected":
-            connected.setdefault(e["m"], e["t"] - listening)
+            connected.setdefault(e["m"], e["t"])
     first_late: dict[str, float] = {}
     for e in fleet.events("keys", ready):
         for k in e["keys"]:
@@ -463,23 +618,41 @@ async def _broker_restart(
     back = sum(
         1
         for i in fleet.of
-        if connected.get(i, 99) <= 2.0 and first_late.get(i, 0.0) <= 2.0 and i in connected
+        if i in connected and connected[i] - answering <= 2.0 and first_late.get(i, 0.0) <= 2.0
     )
     seen = fleet.keys(before)
+
+    def since(moment: float) -> Spread:
+        return spread([t - moment for t in connected.values()] or [float("nan")])
+
     result = BrokerRestart(
         members=members,
-        down_seconds=listening - stopped,
+        down_seconds=answering - stopped,
         restart_seconds=ready - restarting,
         connects_per_consumer_per_second=spread(rates),
-        reconnected_after_return=spread(list(connected.values()) or [float("nan")]),
+        reconnected_after_return=since(answering),
         first_record_after_return=spread(list(first_late.values()) or [float("nan")]),
         members_back_within_2s=back,
         lost=len((mid | late) - seen),
-        rebalances=len(_generation_after(fleet, stopped) - generations),
+        rebalances=len(_generations_after(fleet, stopped) - generations),
         revoked=sum(e["n"] for kind in ("revoked", "lost") for e in fleet.events(kind, stopped)),
+        accepting_to_answering_seconds=answering - accepting,
+        answering_to_ready_seconds=ready - answering,
+        reconnected_after_accepting=since(accepting),
+        reconnected_after_ready=since(ready),
     )
-    print(f"broker restart: {result}", flush=True)
+    print(
+        f"broker restart: connected after the return {_brief(result.reconnected_after_return)}, after the "
+        f"port accepted {_brief(since(accepting))}, after restart() returned {_brief(since(ready))}; "
+        f"first record {_brief(result.first_record_after_return)}; back within 2 s {back} of {members}; "
+        f"connects/consumer/s {_brief(result.connects_per_consumer_per_second)}; lost {result.lost}",
+        flush=True,
+    )
     return result
+
+
+def _brief(s: Spread) -> str:
+    return f"median {s.median:.2f} s (p75 {s.p75:.2f}, max {s.max:.2f})"
 
 
 def _refresh(fleet: Fleet, counts: list[list[dict[str, Any]]]) -> bool:
@@ -494,8 +667,7 @@ async def parent(args: argparse.Namespace) -> None:
     with EmbeddedKafka() as kafka:
         args.bootstrap = kafka.bootstrap_servers
         env = environment(kafka.version, dirty_paths=("staticconsumer", "benchmarks/fleet.py"))
-        small, _ = await bounce(args, kafka, args.small, restart_broker=False)
-        large, outage = await bounce(args, kafka, args.members, restart_broker=not args.no_broker_restart)
+        small, large, outage = await run(args, kafka)
     ratio = large.restart_to_first_record.median / small.restart_to_first_record.median
     targets = {
         "no_rebalance": small.rebalances == 0 and large.rebalances == 0,
@@ -504,9 +676,11 @@ async def parent(args: argparse.Namespace) -> None:
     }
     if outage is not None:
         targets["connects_at_most_2_per_second"] = outage.connects_per_consumer_per_second.max <= 2.0
-        targets["every_member_back_within_2s"] = outage.members_back_within_2s == args.members
+        targets["every_member_back_within_2s"] = outage.members_back_within_2s == outage.members
         targets["nothing_lost"] = outage.lost == 0
-    report = Report(NAME, env, [small, large], outage, ratio, targets)
+    report = Report(
+        NAME, env, [small, large], outage, ratio, targets, comparison="same processes, interleaved"
+    )
     path = write_json(report, f"{NAME}_{args.members}")
     print(f"ratio {ratio:.2f}; targets {targets}: {path}")
 
@@ -515,14 +689,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--members", type=int, default=30)
     parser.add_argument("--small", type=int, default=3)
+    parser.add_argument("--small-restarts", type=int, default=30)
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--down", type=float, default=20.0)
     parser.add_argument("--no-broker-restart", action="store_true")
+    parser.add_argument(
+        "--trace", action="store_true", help="time each restart's requests per API (not for the figures)"
+    )
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--bootstrap")
-    parser.add_argument("--topic")
-    parser.add_argument("--group")
-    parser.add_argument("--instances")
+    parser.add_argument("--spec", help="worker: group:topic:instance,instance;group:topic:...")
     args = parser.parse_args()
     asyncio.run(worker(args) if args.worker else parent(args))
 

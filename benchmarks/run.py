@@ -718,7 +718,14 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
         "",
         "Static members packed in a few worker processes on one broker, auto-commit off; every member in "
         "turn is stopped (no LeaveGroup) and started again with its instance id, the next once the last "
-        "has its first record. Both sizes in the same run. `benchmarks/fleet.py`.",
+        "has its first record. "
+        + (
+            "Both groups at once in the same worker processes (the small one one member per worker), the "
+            "small group's restarts interleaved with the fleet's: they differ in group size only. "
+            if report.comparison == "same processes, interleaved"
+            else "Both sizes in the same run, the small one alone (one member per process). "
+        )
+        + "`benchmarks/fleet.py`.",
         "",
         *_table(
             [
@@ -739,10 +746,17 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
     if o is not None:
         out += [
             f"Broker stopped under all {o.members} members and started again on the same port and data: "
-            f"down {o.down_seconds:.0f} s (stop to its port answering; the JVM took "
-            f"{o.restart_seconds:.0f} s to be ready). Connection attempts per consumer after the first 5 s: "
-            f"{_spread(o.connects_per_consumer_per_second, '/s')} (per process, target <= 2); "
-            f"connected again after the port answered: {_spread(o.reconnected_after_return, ' s')}; "
+            f"down {o.down_seconds:.0f} s (stop to its return, "
+            + (
+                "the port accepting TCP connections; "
+                if o.reconnected_after_accepting is None
+                else f"its first answer to a request; its port accepted TCP connections "
+                f"{o.accepting_to_answering_seconds:.1f} s earlier, restart() returned "
+                f"{o.answering_to_ready_seconds:.1f} s later; "
+            )
+            + f"the JVM took {o.restart_seconds:.0f} s to be ready). Connection attempts per consumer after "
+            f"the first 5 s: {_spread(o.connects_per_consumer_per_second, '/s')} (per process, target <= 2); "
+            f"connected again after the return: {_spread(o.reconnected_after_return, ' s')}; "
             f"first new record after its acknowledgement: {_spread(o.first_record_after_return, ' s')} "
             "(below 0: the member had it before the producer saw the acknowledgement); "
             f"members back within 2 s: {o.members_back_within_2s} of {o.members}; records lost: {o.lost}; "

@@ -596,6 +596,14 @@ def live_nodes(client: Any) -> set[int]:
     }
 
 
+def report_answers(client: Any, on_answered: Callable[[int, float], None] | None) -> None:
+    """Have a client of ours call ``on_answered(node_id, sent_at)`` (``time.monotonic()`` seconds) for
+    every request a broker answers, a new connection's ApiVersions included; None: stop. Other clients
+    (aiokafka's own, test doubles) are left alone: their recovery is noticed by the monitor's tick."""
+    if hasattr(client, "on_answered"):
+        client.on_answered = on_answered
+
+
 async def reconnect(client: Any, node_id: int) -> bool:
     """Ask the client to connect to ``node_id`` now (a no-op when connected); True when it is."""
     ready: bool = await client.ready(node_id)
@@ -1013,6 +1021,8 @@ def _bounded() -> tuple[Any, Any, Any]:
             super().__init__(**kwargs)
             self.max_response_bytes = max_response_bytes
             self.on_oversized: Callable[[Any, ResponseTooLargeError], None] | None = None
+            self.on_answered: Callable[[int, float], None] | None = None
+            """See :func:`report_answers`."""
             self.reconnect_backoff = reconnect_backoff or ReconnectBackoff()
 
         async def bootstrap(self) -> None:
@@ -1034,7 +1044,8 @@ def _bounded() -> tuple[Any, Any, Any]:
                 return existing
             broker = self.cluster.broker_metadata(node_id)
             key = f"{broker.host}:{broker.port}" if broker is not None else str(node_id)
-            if not self.reconnect_backoff.begin(key, time.monotonic()):
+            began = time.monotonic()
+            if not self.reconnect_backoff.begin(key, began):
                 return None
             conn = None
             token = _response_limit.set(self.max_response_bytes)
@@ -1046,15 +1057,21 @@ def _bounded() -> tuple[Any, Any, Any]:
                     self.reconnect_backoff.failed(key, time.monotonic())
                 else:
                     self.reconnect_backoff.connected(key)
+            if conn is not None and existing is not conn and self.on_answered is not None:
+                self.on_answered(node_id, began)  # its ApiVersions was answered
             return conn
 
         async def send(self, node_id: Any, request: Any, *, group: Any = ConnectionGroup.DEFAULT) -> Any:
+            sent = time.monotonic()
             try:
-                return await super().send(node_id, request, group=group)
+                response = await super().send(node_id, request, group=group)
             except ResponseTooLargeError as error:
                 if self.on_oversized is not None:
                     self.on_oversized(request, error)
                 raise
+            if self.on_answered is not None and isinstance(node_id, int):
+                self.on_answered(node_id, sent)
+            return response
 
     client_parameters = frozenset(_parameters(AIOKafkaClient.__init__))
 

@@ -118,19 +118,20 @@ class GrouplessConsumer(StaticConsumer):
             fetcher.assign([_kafka(tp) for tp in self._assigned])
         self._fetcher = fetcher
         self._monitor = monitor = ConnectionMonitor("consumer without a group")
-        try:
-            await fetcher.start()
-        except BaseException:
-            await self._shut_down(leave_group=False)
-            self._fetcher, self._stopping = None, False  # start() may be tried again, as in aiokafka
-            raise
-        client = _aiokafka.fetcher_client(fetcher)
-        monitor.watch(client)
-        monitor.watch_topics(self._topics)
-        monitor.install()
-        self._monitor_task = asyncio.create_task(
-            monitor.run(client, idle_interval_s=lag_tick_s(s.request_timeout_ms))
-        )
+        with monitor.owning():  # the fetcher's tasks, made here, log failures for this consumer only
+            try:
+                await fetcher.start()
+            except BaseException:
+                await self._shut_down(leave_group=False)
+                self._fetcher, self._stopping = None, False  # start() may be tried again, as in aiokafka
+                raise
+            client = _aiokafka.fetcher_client(fetcher)
+            monitor.watch(client)
+            monitor.watch_topics(self._topics)
+            monitor.install()
+            self._monitor_task = asyncio.create_task(
+                monitor.run(client, idle_interval_s=lag_tick_s(s.request_timeout_ms))
+            )
 
     async def stop(self, leave_group: bool = False) -> None:
         """Close the connections. ``leave_group`` is accepted for the group consumer's signature; there is

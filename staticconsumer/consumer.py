@@ -323,6 +323,12 @@ class StaticConsumer:
             StaticConsumer._running_identities.add(identity)
             self._identity = identity
         self._monitor = ConnectionMonitor(f"group {s.group_id!r}")
+        with self._monitor.owning():  # the fetcher's tasks, made here, log failures for this consumer only
+            await self._start(s)
+
+    async def _start(self, s: Settings) -> None:
+        """start() once the monitor exists, in its :meth:`~ConnectionMonitor.owning` context."""
+        assert self._monitor is not None
         self._reconnect_backoff = ReconnectBackoff(s.reconnect_backoff_ms, s.reconnect_backoff_max_ms)
         self._membership = MembershipThread(
             monitor=self._monitor,

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import ipaddress
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, ClassVar
 
 import msgspec
@@ -53,6 +54,12 @@ def lag_tick_s(request_timeout_ms: int) -> float:
     request time out: a quarter of it (0.5 to 10 s) still measures such a block as at least 3/4 of it,
     above the threshold, while an idle consumer's loop is not woken every half second (issue 27)."""
     return min(10.0, max(BUSY_TICK_S, request_timeout_ms / 4000))
+
+
+_OWNER: contextvars.ContextVar[ConnectionMonitor | None] = contextvars.ContextVar(
+    "staticconsumer_connection_monitor", default=None
+)
+"""The monitor whose clients run in this context (see :meth:`ConnectionMonitor.owning`)."""
 
 
 class ConnectionState(enum.Enum):
@@ -142,11 +149,25 @@ class ConnectionMonitor:
 
     # -- wiring -------------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def owning(self) -> Iterator[None]:
+        """Within it, tasks created (and a thread's loop run) belong to this monitor's clients: aiokafka's
+        failure records they log are folded by this monitor only. Without it, every monitor watching the
+        same broker claims every record, so in a process of many consumers one consumer's failure (a
+        fetch to a node its backoff still holds) reopened the outage of every consumer that had just
+        recovered (issue 27: the state lagged the records by seconds in a fleet of 100 per process)."""
+        token = _OWNER.set(self)
+        try:
+            yield
+        finally:
+            _OWNER.reset(token)
+
     def watch(self, client: Any) -> None:
         """Claim failure records for this ``AIOKafkaClient``'s brokers and check them for recovery."""
         with self._lock:
             if client not in self._clients:
                 self._clients.append(client)
+        _aiokafka.report_answers(client, self.answered)
 
     def watch_topics(self, topics: Collection[str]) -> None:
         """Also fold aiokafka's "Topic X not found in cluster metadata" flood for these (the subscription)."""
@@ -168,7 +189,9 @@ class ConnectionMonitor:
             self._installed = False
         with self._lock:
             pending = [o for o in self._outages.values() if o.suppressed]
-            self._clients.clear()
+            clients, self._clients = self._clients, []
+        for client in clients:
+            _aiokafka.report_answers(client, None)
         for outage in pending:
             self._logger.warning(
                 "%s: stopping while Kafka broker %s (node %d) is still unreachable (%d more connection "
@@ -299,6 +322,22 @@ class ConnectionMonitor:
         )
         if changed and self._on_change is not None:
             self._on_change(state)
+
+    def answered(self, node_id: int, sent_at: float) -> None:
+        """A request to broker ``node_id`` sent at ``sent_at`` (this monitor's clock) was answered, a new
+        connection's ApiVersions included: an outage of that broker that began before it was sent ends
+        now, not at :meth:`run`'s next turn (issue 27: the state read ``disconnected`` for seconds while
+        records flowed). A request sent before the outage began proves nothing (a controlled shutdown
+        answers some in-flight requests). Free while nothing is down: clients call it per answer."""
+        if not self._outages:  # unlocked read: a dict's truth value is atomic
+            return
+        with self._lock:
+            address = next(
+                (o.address for o in self._outages.values() if o.node_id == node_id and o.since <= sent_at),
+                None,
+            )
+        if address is not None:
+            self.recovered(address)
 
     def check_recovery(self) -> None:
         """Mark recovered every unreachable broker to which a watched client has a live connection, and
@@ -492,11 +531,15 @@ class _NoiseFilter(logging.Filter):
         noise = _aiokafka.classify_record(record)
         if noise is None:
             return True
+        owner = _OWNER.get()
         with _NoiseFilter._lock:
             monitors = list(_NoiseFilter._monitors)
+        if owner is not None and owner in monitors and owner.claim(noise):
+            return False  # its own client's: not another consumer's outage
         claimed = False
         for monitor in monitors:
-            claimed = monitor.claim(noise) or claimed
+            if monitor is not owner:
+                claimed = monitor.claim(noise) or claimed
         return not claimed
 
     @classmethod

@@ -554,8 +554,10 @@ class MembershipThread:
 
     def _main(self) -> None:
         error: Exception | None = None
+        owning = self._monitor.owning() if self._monitor is not None else contextlib.nullcontext()
         try:
-            asyncio.run(self._run())
+            with owning:  # this thread's clients are this consumer's: their failure records its own
+                asyncio.run(self._run())
         except BaseException as failure:  # the thread must always report its end
             if not (self._cancelled and isinstance(failure, asyncio.CancelledError)):
                 log.exception("the membership thread of group %s failed", self._settings.group_id)

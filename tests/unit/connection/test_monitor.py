@@ -233,6 +233,95 @@ def test_a_connection_from_before_the_outage_is_no_recovery(
     assert "is reachable again" in _ours(caplog)[-1]
 
 
+@dataclass
+class AnsweringClient(Client):
+    """A client of ours: it reports each answered request (``_aiokafka.report_answers``)."""
+
+    on_answered: Any = None
+
+
+def test_the_first_answer_after_the_outage_began_ends_it_at_once(
+    monitor: ConnectionMonitor, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27: the state read ``disconnected`` for seconds after records flowed again, until the next
+    turn of run() looked at the connections. Now the client's first answered request flips it, with the
+    one INFO; an answer to a request sent before the outage began (in flight during a controlled
+    shutdown) proves nothing."""
+    caplog.set_level(logging.INFO, "staticconsumer.connection.monitor")
+    client = AnsweringClient(_client(9092).cluster)
+    monitor.watch(client)
+    assert client.on_answered == monitor.answered, "watching a client of ours wires its answers"
+    before = time.monotonic()
+    _log_connect_failure(1, _refused(9092))
+    assert monitor.state is ConnectionState.DISCONNECTED
+    client.on_answered(1, before)
+    client.on_answered(2, time.monotonic())  # another broker's answer
+    assert monitor.state is ConnectionState.DISCONNECTED
+    client.on_answered(1, time.monotonic())
+    assert monitor.state is ConnectionState.CONNECTED, "no tick, no live-connection scan needed"
+    client.on_answered(1, time.monotonic())
+    back = [m for m in _ours(caplog) if "reachable again" in m]
+    assert len(back) == 1, "one INFO per outage end"
+    assert "Kafka broker 10.0.0.1:9092 (node 1) is reachable again" in back[0]
+    assert monitor.changes == [ConnectionState.DISCONNECTED, ConnectionState.CONNECTED]  # type: ignore[attr-defined]
+    monitor.close()
+    assert client.on_answered is None, "closing unwires it"
+
+
+async def test_our_clients_report_answers_and_new_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BoundedClient (both of a consumer's clients) calls on_answered with the node and when the request
+    was sent, for every answered request and for each new connection (its ApiVersions was answered),
+    and not for a failed one."""
+    client = _aiokafka.new_client(bootstrap_servers="127.0.0.1:9")
+    answers: list[tuple[int, float]] = []
+    _aiokafka.report_answers(client, lambda node, sent: answers.append((node, sent)))
+
+    async def send(self: Any, node_id: Any, request: Any, *, group: Any = None) -> Any:
+        if request == "fails":
+            raise KafkaConnectionError("gone")
+        return "answer"
+
+    async def get_conn(self: Any, node_id: Any, *, group: Any = None, no_hint: bool = False) -> Any:
+        return Connection(up=True) if node_id == 1 else None
+
+    monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "send", send)
+    monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "_get_conn", get_conn)
+    sent = time.monotonic()
+    assert await client.send(1, "request") == "answer"
+    with pytest.raises(KafkaConnectionError):
+        await client.send(1, "fails")
+    assert await client._get_conn(1) is not None
+    assert await client._get_conn(2) is None
+    assert [node for node, _ in answers] == [1, 1]
+    assert all(sent <= at <= time.monotonic() for _, at in answers)
+
+
+def test_a_record_logged_for_one_consumer_is_no_outage_of_another_on_the_same_broker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 27: in a process of many consumers on one broker, every monitor claimed every record, so a
+    consumer still waiting out its backoff (NodeNotReadyError on a fetch) reopened the outage of each one
+    that had just recovered: their state lagged the records by seconds. A record logged in a monitor's
+    own context (its consumer's tasks and membership thread) is that monitor's only; one from elsewhere
+    is still offered to all."""
+    caplog.set_level(logging.INFO, "staticconsumer.connection.monitor")
+    ours, theirs = ConnectionMonitor("group 'a'"), ConnectionMonitor("group 'b'")
+    for monitor in (ours, theirs):
+        monitor.watch(_client(9092))
+        monitor.install()
+    try:
+        with ours.owning():
+            _log_connect_failure(1, _refused(9092))
+        assert ours.state is ConnectionState.DISCONNECTED
+        assert theirs.state is ConnectionState.CONNECTED, "another consumer's failure is not its outage"
+        assert len([m for m in _ours(caplog) if "is unreachable" in m]) == 1
+        _log_connect_failure(1, _refused(9092))  # no owner (aiokafka driven from elsewhere): offered to all
+        assert theirs.state is ConnectionState.DISCONNECTED
+    finally:
+        ours.close()
+        theirs.close()
+
+
 def test_closing_during_an_outage_says_so_and_stops_folding(caplog: pytest.LogCaptureFixture) -> None:
     monitor = ConnectionMonitor("group 'g'")
     monitor.watch(_client(9092))

@@ -56,6 +56,11 @@ _RECHECK_SECONDS = 1.0
 DEFAULT_MAX_LINKS = 128
 """The SDK's default link limit (``OTEL_SPAN_LINK_COUNT_LIMIT``): links past it would be dropped anyway."""
 
+_OFFSET = a.MESSAGING_KAFKA_OFFSET
+_KEY = a.MESSAGING_KAFKA_MESSAGE_KEY
+_TOMBSTONE = a.MESSAGING_KAFKA_MESSAGE_TOMBSTONE
+_CONSUMER = SpanKind.CONSUMER
+"""Read once per record: module constants, not attribute lookups."""
 _SILENT_TRACER_PROVIDERS = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 _SILENT_METER_PROVIDERS = frozenset({"_ProxyMeterProvider", "NoOpMeterProvider"})
 
@@ -246,6 +251,8 @@ class RecordTracer:
         self._w3c_checked: TextMapPropagator | None = None
         self._w3c = False
         self._process_parent = process_parent
+        self._always_producer = process_parent is ProcessParent.PRODUCER
+        self._producer_unless_current = process_parent is ProcessParent.AUTO
         self._key_max_length = key_max_length
         self._max_links = _max_links() if max_links is None else max_links
         identity: Attributes = {
@@ -415,6 +422,7 @@ class RecordTracer:
         """The consumer stops: end the open span (with the exception leaving the loop, if any)."""
         self.end(error)
         self._instruments.unwatch(self)
+        self._ambient_of, self._ambient = None, trace.INVALID_SPAN_CONTEXT  # hold no caller's span
 
     def processing(self, record: Record) -> ProcessingBlock:
         """The record's process span, current inside the ``with`` block; an exception leaving the
@@ -556,21 +564,20 @@ class RecordTracer:
         produced = self._producer(record)
         if produced is not None:
             links.append(Link(produced[0]))
-            mode = self._process_parent
-            if mode is ProcessParent.PRODUCER or (mode is ProcessParent.AUTO and not ambient.is_valid):
+            if self._always_producer or (self._producer_unless_current and not ambient.is_valid):
                 parent = produced[1]
                 if ambient.is_valid:
                     links.append(Link(ambient))
-        attrs: Attributes = {**where.process_span, a.MESSAGING_KAFKA_OFFSET: record.offset}
+        attrs: Attributes = {**where.process_span, _OFFSET: record.offset}
         key = message_key(record.key, self._key_max_length)
         if key is not None:
-            attrs[a.MESSAGING_KAFKA_MESSAGE_KEY] = key
+            attrs[_KEY] = key
         if record.value is None:
-            attrs[a.MESSAGING_KAFKA_MESSAGE_TOMBSTONE] = True
+            attrs[_TOMBSTONE] = True
         span = self._tracer.start_span(
             where.process_name,
             context=parent,
-            kind=SpanKind.CONSUMER,
+            kind=_CONSUMER,
             attributes=attrs,
             links=links,
             start_time=started,

@@ -28,6 +28,9 @@ _DEFAULT_FIELDS = (
 )
 """The public ``fields`` of a composite of the default propagators (W3C trace context, W3C baggage)."""
 _ZERO = 0
+_EMPTY = Context()
+"""The base of every producer context (as the propagator extracts into ``Context()``); contexts are
+immutable, so one serves all."""
 _TRACE_FLAGS = {f"{flags:02x}".encode(): trace.TraceFlags(flags) for flags in range(256)}
 """Every trace-flags byte as the header spells it (the regex admits lowercase hex only), built once."""
 
@@ -85,7 +88,5 @@ def read_w3c(
     trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
     if trace_id == _ZERO or span_id == _ZERO:
         return GENERIC
-    span_context = trace.SpanContext(
-        trace_id=trace_id, span_id=span_id, is_remote=True, trace_flags=_TRACE_FLAGS[flags]
-    )
-    return span_context, trace.set_span_in_context(trace.NonRecordingSpan(span_context), Context())
+    span_context = trace.SpanContext(trace_id, span_id, True, _TRACE_FLAGS[flags])  # remote
+    return span_context, trace.set_span_in_context(trace.NonRecordingSpan(span_context), _EMPTY)

@@ -34,7 +34,7 @@ from opentelemetry import metrics, propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.propagators.textmap import Getter, TextMapPropagator
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from staticconsumer.errors import BrokerError
@@ -42,7 +42,7 @@ from staticconsumer.errors import BrokerError
 from . import attributes as a
 from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
-from .sampling import GENERIC, is_default_w3c, read_traceparent
+from .sampling import GENERIC, is_default_w3c, read_w3c
 
 Attributes = dict[str, AttributeValue]
 Record = Any
@@ -56,6 +56,11 @@ _RECHECK_SECONDS = 1.0
 DEFAULT_MAX_LINKS = 128
 """The SDK's default link limit (``OTEL_SPAN_LINK_COUNT_LIMIT``): links past it would be dropped anyway."""
 
+_OFFSET = a.MESSAGING_KAFKA_OFFSET
+_KEY = a.MESSAGING_KAFKA_MESSAGE_KEY
+_TOMBSTONE = a.MESSAGING_KAFKA_MESSAGE_TOMBSTONE
+_CONSUMER = SpanKind.CONSUMER
+"""Read once per record: module constants, not attribute lookups."""
 _SILENT_TRACER_PROVIDERS = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 _SILENT_METER_PROVIDERS = frozenset({"_ProxyMeterProvider", "NoOpMeterProvider"})
 
@@ -107,7 +112,7 @@ def message_key(key: object, max_length: int = DEFAULT_KEY_MAX_LENGTH) -> str | 
     if key is None or max_length <= 0:
         return None
     if isinstance(key, bytes | bytearray | memoryview):
-        raw = bytes(key)
+        raw = key if type(key) is bytes else bytes(key)  # aiokafka's keys are bytes: no copy
         if len(raw) > 4 * max_length:
             return None
         try:
@@ -184,6 +189,8 @@ class _PartitionAttributes:
     consumed records (read by an observable counter: one integer addition per record, where a
     counter's add would cost an SDK measurement)."""
 
+    topic: str
+    partition: int
     process_name: str
     process_span: Attributes
     process_metric: Attributes
@@ -244,6 +251,8 @@ class RecordTracer:
         self._w3c_checked: TextMapPropagator | None = None
         self._w3c = False
         self._process_parent = process_parent
+        self._always_producer = process_parent is ProcessParent.PRODUCER
+        self._producer_unless_current = process_parent is ProcessParent.AUTO
         self._key_max_length = key_max_length
         self._max_links = _max_links() if max_links is None else max_links
         identity: Attributes = {
@@ -271,6 +280,12 @@ class RecordTracer:
             **server,
         }
         self._partitions: dict[tuple[str, int], _PartitionAttributes] = {}
+        self._last_partition: _PartitionAttributes | None = None
+        """The partition of the last record started: ``async for`` drains one partition at a time."""
+        self._ambient_of: Context | None = None
+        self._ambient = trace.INVALID_SPAN_CONTEXT
+        """The span context current in ``_ambient_of`` (contexts are immutable: asked once per context,
+        not per record; the loop's context is the same object record after record)."""
         self._poll_durations: dict[str | None, Attributes] = {}
         self._open: _Processing | None = None
         self._lag = lag
@@ -369,8 +384,10 @@ class RecordTracer:
 
         The per-record call: without an SDK (as ``requested`` last found) it costs two attribute
         reads."""
-        if self._open is not None:
-            self.end()
+        processing = self._open
+        if processing is not None:
+            self._open = None
+            self._finish(processing, None)
         if self._tracing_on or self._metering_on:
             self._open = self._start(record, count=True)
 
@@ -405,6 +422,7 @@ class RecordTracer:
         """The consumer stops: end the open span (with the exception leaving the loop, if any)."""
         self.end(error)
         self._instruments.unwatch(self)
+        self._ambient_of, self._ambient = None, trace.INVALID_SPAN_CONTEXT  # hold no caller's span
 
     def processing(self, record: Record) -> ProcessingBlock:
         """The record's process span, current inside the ``with`` block; an exception leaving the
@@ -452,6 +470,8 @@ class RecordTracer:
                 a.MESSAGING_DESTINATION_PARTITION_ID: str(partition),
             }
             found = _PartitionAttributes(
+                topic=topic,
+                partition=partition,
                 process_name=a.span_name(a.OPERATION_PROCESS, topic),
                 process_span={
                     **self.identity,
@@ -477,8 +497,21 @@ class RecordTracer:
         return found
 
     def _producer_context(self, record: Record) -> Context | None:
-        """The producer context the configured propagator reads from the record's headers (read
-        directly for the default W3C propagator: ``sampling.read_traceparent``)."""
+        """The whole context the configured propagator reads from the record's headers (baggage
+        included, also without a span context); what ``_producer`` reads fast, for comparison."""
+        found = self._producer(record)
+        if found is not None:
+            return found[1]
+        headers = record.headers
+        if not headers:
+            return None
+        propagator = self._propagator or propagate.get_global_textmap()
+        return propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
+
+    def _producer(self, record: Record) -> tuple[SpanContext, Context] | None:
+        """The producer's span context, and the context the configured propagator reads from the
+        record's headers (read directly for the default W3C propagator: ``sampling.read_w3c``); None
+        without a valid span context (then neither the parent nor a link comes from the record)."""
         headers = record.headers
         if not headers:
             return None
@@ -486,10 +519,12 @@ class RecordTracer:
         if propagator is not self._w3c_checked:
             self._w3c, self._w3c_checked = is_default_w3c(propagator), propagator
         if self._w3c:
-            found = read_traceparent(headers)
+            found = read_w3c(headers)
             if found is not GENERIC:
                 return found  # type: ignore[return-value]
-        return propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
+        produced = propagator.extract(headers, context=Context(), getter=HEADERS_GETTER)
+        span_context = trace.get_current_span(produced).get_span_context()
+        return (span_context, produced) if span_context.is_valid else None
 
     def _links(self, records: Mapping[Any, Sequence[Record]], *, one_topic: bool) -> list[Link]:
         links: list[Link] = []
@@ -502,52 +537,57 @@ class RecordTracer:
             for record in rows:
                 if budget <= 0:
                     break
-                produced = self._producer_context(record)
-                if produced is None:
-                    continue
-                span_context = trace.get_current_span(produced).get_span_context()
-                if span_context.is_valid:
-                    links.append(Link(span_context, {**base, a.MESSAGING_KAFKA_OFFSET: record.offset}))
+                produced = self._producer(record)
+                if produced is not None:
+                    links.append(Link(produced[0], {**base, a.MESSAGING_KAFKA_OFFSET: record.offset}))
                     budget -= 1
         return links
 
     def _start(self, record: Record, count: bool = False) -> _Processing:
+        """Open the record's process span and make it current. The per-record path under an SDK:
+        what only depends on the partition or on the caller's context is looked up, not rebuilt."""
         started = time.time_ns()
-        where = self._partition(record.topic, record.partition)
+        where = self._last_partition
+        if where is None or where.partition != record.partition or where.topic != record.topic:
+            where = self._last_partition = self._partition(record.topic, record.partition)
         if count and self._metering_on:
             where.delivered += 1
         if not self._tracing_on:
             return _Processing(record, trace.INVALID_SPAN, None, None, started, where.process_metric)
         current = otel_context.get_current()
-        ambient = trace.get_current_span(current).get_span_context()
+        if current is not self._ambient_of:
+            self._ambient = trace.get_current_span(current).get_span_context()
+            self._ambient_of = current
+        ambient = self._ambient
         parent = current
         links: list[Link] = []
-        produced = self._producer_context(record)
+        produced = self._producer(record)
         if produced is not None:
-            producer = trace.get_current_span(produced).get_span_context()
-            if producer.is_valid:
-                links.append(Link(producer))
-                mode = self._process_parent
-                if mode is ProcessParent.PRODUCER or (mode is ProcessParent.AUTO and not ambient.is_valid):
-                    parent = produced
-                    if ambient.is_valid:
-                        links.append(Link(ambient))
-        attrs: Attributes = {**where.process_span, a.MESSAGING_KAFKA_OFFSET: record.offset}
+            links.append(Link(produced[0]))
+            if self._always_producer or (self._producer_unless_current and not ambient.is_valid):
+                parent = produced[1]
+                if ambient.is_valid:
+                    links.append(Link(ambient))
+        attrs: Attributes = {**where.process_span, _OFFSET: record.offset}
         key = message_key(record.key, self._key_max_length)
         if key is not None:
-            attrs[a.MESSAGING_KAFKA_MESSAGE_KEY] = key
+            attrs[_KEY] = key
         if record.value is None:
-            attrs[a.MESSAGING_KAFKA_MESSAGE_TOMBSTONE] = True
+            attrs[_TOMBSTONE] = True
         span = self._tracer.start_span(
             where.process_name,
             context=parent,
-            kind=SpanKind.CONSUMER,
+            kind=_CONSUMER,
             attributes=attrs,
             links=links,
             start_time=started,
         )
         token = otel_context.attach(trace.set_span_in_context(span, parent))
-        return _Processing(record, span, token, _current_task(), started, where.process_metric)
+        try:
+            task: asyncio.Task[Any] | None = asyncio.current_task()
+        except RuntimeError:  # no running event loop
+            task = None
+        return _Processing(record, span, token, task, started, where.process_metric)
 
     def _detach(self, processing: _Processing) -> None:
         """Restore the context from before the record, in the task that attached it (a context
@@ -557,10 +597,25 @@ class RecordTracer:
             otel_context.detach(token)
 
     def _finish(self, processing: _Processing, error: BaseException | None) -> None:
-        self._detach(processing)
+        token = processing.token
+        if token is not None:  # _detach, inlined: this runs once per record
+            processing.token = None
+            try:
+                task: asyncio.Task[Any] | None = asyncio.current_task()
+            except RuntimeError:  # no running event loop
+                task = None
+            if processing.task is task:
+                otel_context.detach(token)
         now = time.time_ns()
-        metric_attributes = processing.metric_attributes
         span = processing.span
+        if error is None:
+            span.end(end_time=now)
+            if self._metering_on:
+                self._instruments.process_duration.record(
+                    max(0, now - processing.started_ns) / 1e9, processing.metric_attributes
+                )
+            return
+        metric_attributes = processing.metric_attributes
         if isinstance(error, Exception):
             kind = error_type(error)
             metric_attributes = {**metric_attributes, a.ERROR_TYPE: kind}

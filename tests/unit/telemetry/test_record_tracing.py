@@ -426,3 +426,57 @@ def test_only_short_keys_with_a_canonical_printable_form_are_recorded(
 )
 def test_server_address_is_the_first_bootstrap_server(bootstrap: Any, server: tuple[str, int] | None) -> None:
     assert server_of(bootstrap) == server
+
+
+async def test_the_partition_of_each_record_is_right_when_records_switch_partition_and_topic() -> None:
+    """The attributes of the last partition are reused record after record: a record of another
+    partition or topic (or back to an earlier one) must get its own."""
+    sdk = Sdk()
+    where = [("orders", 0), ("orders", 0), ("orders", 1), ("refunds", 1), ("refunds", 0), ("orders", 0)]
+    records = [record(i, topic=t, partition=p) for i, (t, p) in enumerate(where)]
+    tracer = sdk.record_tracer()  # held: the consumed counter reads the running tracers
+    async for _ in FakeConsumer(records, tracer):
+        pass
+    spans = by_offset(sdk.spans())
+    assert sorted(spans) == list(range(len(where)))
+    for offset, (topic, partition) in enumerate(where):
+        attributes = dict(spans[offset].attributes or {})
+        assert spans[offset].name == f"process {topic}"
+        assert attributes[a.MESSAGING_DESTINATION_NAME] == topic
+        assert attributes[a.MESSAGING_DESTINATION_PARTITION_ID] == str(partition)
+    delivered = {
+        (p.attributes[a.MESSAGING_DESTINATION_NAME], p.attributes[a.MESSAGING_DESTINATION_PARTITION_ID]): (
+            p.value
+        )
+        for p in sdk.points(a.METRIC_CONSUMED_MESSAGES)
+    }
+    assert delivered == {("orders", "0"): 3, ("orders", "1"): 1, ("refunds", "1"): 1, ("refunds", "0"): 1}
+
+
+async def test_the_parent_follows_the_current_span_when_it_changes_between_records() -> None:
+    """What is current in the caller's context is asked once per context object: a span made current
+    between two records, and gone again, must change the parent of the next record's span."""
+    sdk = Sdk()
+    produced = sdk.produced(4)
+    tracer = sdk.record_tracer()
+    records = [record(i, headers=h) for i, (_, h) in enumerate(produced)]
+    tracer.delivered(records[0])  # no span current: parented on the producer
+    tracer.end()
+    with sdk.app_tracer.start_as_current_span("job") as job:
+        tracer.delivered(records[1])  # the job is current: its child
+        tracer.end()
+        with sdk.app_tracer.start_as_current_span("inner") as inner:
+            tracer.delivered(records[2])
+            tracer.end()
+    tracer.delivered(records[3])  # nothing current again: the producer
+    tracer.end()
+    spans = by_offset(sdk.spans("process orders"))
+    parents = {offset: span.parent.span_id if span.parent else None for offset, span in spans.items()}
+    assert parents == {
+        0: produced[0][0].context.span_id,
+        1: job.get_span_context().span_id,
+        2: inner.get_span_context().span_id,
+        3: produced[3][0].context.span_id,
+    }
+    for offset, (producer, _) in enumerate(produced):
+        assert [link.context.span_id for link in spans[offset].links] == [producer.context.span_id]

@@ -72,8 +72,8 @@ class ApplicationPartitions:
         self._draining: tuple[_Held, list[Record], Iterator[Record]] | None = None
         """The partition ``take_one`` hands records from, the records taken out of its buffer for that
         and their iterator (None: none). Its position is moved past the records handed out only when
-        read or when the segment ends (``_fold``), not for every record: a store per record cost
-        ``async for`` a tenth of its throughput (issue 26)."""
+        read or when the segment ends (``_fold``), not for every record: with the deque pop it
+        replaces, a store per record was ~100 ns of a ~1.5 us record under ``async for`` (issue 26)."""
         self._iterator: Iterator[Record] = _HANDED_OUT
         """The draining segment's iterator (exhausted when there is none): ``take_one``'s one lookup."""
         self.hand_over_until = -math.inf

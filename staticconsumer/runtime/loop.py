@@ -56,7 +56,7 @@ from staticconsumer.protocol import (
 
 from .assignment import compute_assignment, decode_assignment, decode_members, topic_infos
 from .duties import LeaderDuties
-from .metadata import TopicMetadata
+from .metadata import TopicMetadata, TopicReplicas
 from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner
 from .requests import REQUESTS, RequestSpec
@@ -147,6 +147,7 @@ class MembershipLoop:
         version_caps: Mapping[str, int] | None = None,
         known_coordinator: CoordinatorAddress | None = None,
         polled: Callable[[], float] | None = None,
+        known_metadata: tuple[frozenset[str], TopicReplicas] | None = None,
     ) -> None:
         self.machine = machine
         self._polled = polled
@@ -174,6 +175,10 @@ class MembershipLoop:
         self._metadata = TopicMetadata(
             lambda topics: _aiokafka.topic_partitions(self._client, topics), now=self.now
         )
+        if known_metadata is not None:
+            # The bootstrap probe named the subscribed topics a moment ago: the first join's read-ahead and
+            # committed-offset prefetch use its answer instead of sending the same Metadata request again.
+            self._metadata.seed(*known_metadata)
         self._rebalance_began: float | None = None
         """When this member sent the first JoinGroup since its last assignment."""
         self._prefetch: tuple[int, asyncio.Future[Mapping[TopicPartition, int] | None]] | None = None

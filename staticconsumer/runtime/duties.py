@@ -37,8 +37,12 @@ class LeaderDuties:
         partition_counts: CountsFetcher,
         describe: GroupDescriber,
         rejoin: RejoinRequester,
+        first_fetched: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._own_topics = own_topics
+        self._first_fetched = first_fetched
+        """Awaited before the first round asks anything: a restarting member's first fetch goes out
+        before the audit's (or the leader's snapshot's) DescribeGroups and Metadata, not beside them."""
         self._interval = refresh_interval
         self._partition_counts = partition_counts
         self._describe = describe
@@ -101,6 +105,9 @@ class LeaderDuties:
                 log.info("leader duties skipped a round: %r", error)
 
     async def step(self) -> None:
+        first_fetched, self._first_fetched = self._first_fetched, None
+        if first_fetched is not None:
+            await first_fetched()
         watch = self.watch
         if watch is None:
             return

@@ -630,7 +630,8 @@ async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeA
     """``consumer.start()`` (an ``AIOKafkaConsumer``) bootstrapping from ``address`` only (``host:port``,
     a server the membership's bootstrap just found answering), so a dead or silent server listed first
     costs the fetcher nothing either; with that server's probe ``answer``, from its metadata without a
-    connection of its own (:func:`adopt_bootstrap`). The client's list is restored afterwards."""
+    connection of its own (:func:`adopt_bootstrap`), tracking the subscribed topics that answer found. The
+    client's list is restored afterwards."""
     client = consumer._client
     saved = client._bootstrap_servers
     if address is not None:
@@ -642,6 +643,12 @@ async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeA
         async def bootstrap() -> None:
             if not adopt_bootstrap(client, answer):
                 await connect_to_bootstrap()
+                return
+            found = answer.topic_partitions()
+            if found and not client._topics:
+                # The answer named the subscribed topics: the fetcher tracks those it found from the start,
+                # so warming it up (track_topics) does not ask for their metadata a second time.
+                client._topics = set(found)
 
         client.bootstrap = bootstrap
     try:

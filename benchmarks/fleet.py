@@ -549,6 +549,7 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
 
 def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: set[str]) -> dict[str, float]:
     per_api: dict[str, list[float]] = {}
+    restarts = 0
     for instance, spans in windows.items():
         if instance not in mine:
             continue
@@ -561,7 +562,15 @@ def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: 
                     summed[f"{e['api']} count"] = summed.get(f"{e['api']} count", 0.0) + 1
             for api, took in summed.items():
                 per_api.setdefault(api, []).append(took)
-    return {api: statistics.median(took) for api, took in sorted(per_api.items())}
+            restarts += 1
+    medians = {api: statistics.median(took) for api, took in sorted(per_api.items())}
+    # The medians above are over the restarts that sent the API at all: say how many did, and the mean
+    # count over every restart (an API sent in a few restarts only shows there, not in the medians).
+    for api, counts in sorted(per_api.items()):
+        if api.endswith(" count"):
+            medians[f"{api[: -len(' count')]} restarts"] = float(len(counts))
+            medians[f"{api[: -len(' count')]} mean"] = sum(counts) / restarts if restarts else 0.0
+    return medians
 
 
 async def _broker_restart(

@@ -33,7 +33,7 @@ import re
 import struct
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
@@ -339,6 +339,11 @@ async def topic_partitions(
         cluster = ClusterMetadata()
         cluster.update_metadata(response)
     wanted = cluster.topics(exclude_internal_topics=not internal) if topics is None else topics
+    return _replicas(cluster, wanted)
+
+
+def _replicas(cluster: Any, wanted: Iterable[str]) -> dict[str, list[PartitionReplicas]]:
+    """Partitions and replica racks of the ``wanted`` topics that ``cluster`` (ClusterMetadata) knows."""
     result: dict[str, list[PartitionReplicas]] = {}
     for topic in wanted:
         partitions = cluster.partitions_for_topic(topic)
@@ -473,6 +478,17 @@ class ProbeAnswer(NamedTuple):
         if not self.named_topics:
             return None
         return {str(row[1]): int(row[0]) for row in self.response.topics}
+
+    def topic_partitions(self) -> dict[str, list[PartitionReplicas]] | None:
+        """The named topics' partitions as :func:`topic_partitions` reads them (those that exist), so the
+        membership need not ask the same question again at start; None when the probe named none."""
+        if not self.named_topics:
+            return None
+        from aiokafka.cluster import ClusterMetadata
+
+        cluster = ClusterMetadata()
+        cluster.update_metadata(self.cluster_metadata())
+        return _replicas(cluster, [str(row[1]) for row in self.response.topics])
 
     def cluster_metadata(self) -> Any:
         """The response to bootstrap a client from: without the named topics that came with an error (a
@@ -614,7 +630,8 @@ async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeA
     """``consumer.start()`` (an ``AIOKafkaConsumer``) bootstrapping from ``address`` only (``host:port``,
     a server the membership's bootstrap just found answering), so a dead or silent server listed first
     costs the fetcher nothing either; with that server's probe ``answer``, from its metadata without a
-    connection of its own (:func:`adopt_bootstrap`). The client's list is restored afterwards."""
+    connection of its own (:func:`adopt_bootstrap`), tracking the subscribed topics that answer found. The
+    client's list is restored afterwards."""
     client = consumer._client
     saved = client._bootstrap_servers
     if address is not None:
@@ -626,6 +643,12 @@ async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeA
         async def bootstrap() -> None:
             if not adopt_bootstrap(client, answer):
                 await connect_to_bootstrap()
+                return
+            found = answer.topic_partitions()
+            if found and not client._topics:
+                # The answer named the subscribed topics: the fetcher tracks those it found from the start,
+                # so warming it up (track_topics) does not ask for their metadata a second time.
+                client._topics = set(found)
 
         client.bootstrap = bootstrap
     try:

@@ -56,7 +56,7 @@ from staticconsumer.protocol import (
 
 from .assignment import compute_assignment, decode_assignment, decode_members, topic_infos
 from .duties import LeaderDuties
-from .metadata import TopicMetadata
+from .metadata import TopicMetadata, TopicReplicas
 from .offsets import fetch_committed
 from .owner import MemberSnapshot, PartitionOwner
 from .requests import REQUESTS, RequestSpec
@@ -104,6 +104,12 @@ def _claimed(metadata: bytes | None) -> tuple[TopicPartition, ...]:
 KNOWN_COORDINATOR_SECONDS = 5.0
 """How long the coordinator the access check found stands in for the machine's first FindCoordinator."""
 
+FIRST_FETCH_GRACE_SECONDS = 1.0
+"""How long the leader duties' first round waits, after the first assignment reached the application,
+for its next poll (its first fetch's records taken) before asking the coordinator anyway."""
+FIRST_FETCH_CHECK_SECONDS = 0.02
+"""How often that wait looks at the application's last poll."""
+
 PREFETCH_MAX_PARTITIONS = 2_000
 """Above this many partitions in the subscription, committed offsets are read only for the assignment,
 after SyncGroup: each member reading every partition's offset at every rebalance would cost the
@@ -147,6 +153,7 @@ class MembershipLoop:
         version_caps: Mapping[str, int] | None = None,
         known_coordinator: CoordinatorAddress | None = None,
         polled: Callable[[], float] | None = None,
+        known_metadata: tuple[frozenset[str], TopicReplicas] | None = None,
     ) -> None:
         self.machine = machine
         self._polled = polled
@@ -174,6 +181,10 @@ class MembershipLoop:
         self._metadata = TopicMetadata(
             lambda topics: _aiokafka.topic_partitions(self._client, topics), now=self.now
         )
+        if known_metadata is not None:
+            # The bootstrap probe named the subscribed topics a moment ago: the first join's read-ahead and
+            # committed-offset prefetch use its answer instead of sending the same Metadata request again.
+            self._metadata.seed(*known_metadata)
         self._rebalance_began: float | None = None
         """When this member sent the first JoinGroup since its last assignment."""
         self._prefetch: tuple[int, asyncio.Future[Mapping[TopicPartition, int] | None]] | None = None
@@ -185,7 +196,10 @@ class MembershipLoop:
             partition_counts=self._partition_counts,
             describe=self._describe_group,
             rejoin=self.update_protocols,
+            first_fetched=self._first_fetched,
         )
+        self._handed_over: asyncio.Future[float] | None = None
+        """When the first assignment reached the application (its fetcher), for :meth:`_first_fetched`."""
         self._coordinator: int | None = None
         self._inbox = _Inbox()
         self._commits: dict[int, CommitDone] = {}
@@ -634,6 +648,7 @@ class MembershipLoop:
             await self._owner.assign(a.partitions, a.owned, a.generation, committed)
         except Exception:
             log.exception("assigning %d partitions failed in the application", len(a.partitions))
+        self._hand_over_done()
         assignor = None if self._consumer_protocol else self._assignors.get(self.machine.protocol_name or "")
         if assignor is not None:
             assignor.on_assignment(
@@ -644,6 +659,34 @@ class MembershipLoop:
             )
         self.duties.assigned(a.generation, self.machine.is_leader or self.machine.leadership_guessed)
         self._finished(a.callback_id)
+
+    async def _first_fetched(self) -> None:
+        """Until the first assignment reached the application and a poll begun after that returned (it
+        took the first fetch's records, or its timeout passed first): the application began another
+        one. At most :data:`FIRST_FETCH_GRACE_SECONDS` after the hand-over.
+
+        The audit's DescribeGroups lists every member and its Metadata names the group's topics: sent as
+        the member restarts, they compete with its first fetch (for the coordinator, and for the
+        interpreter while their answers decode), and they grow with the group. The audit checks the
+        generation as it is then, later just as well."""
+        if self._handed_over is None:
+            self._handed_over = asyncio.get_running_loop().create_future()
+        since = await self._handed_over
+        until = since + FIRST_FETCH_GRACE_SECONDS
+        polls = 0
+        # Looked at, not awaited: the application's thread notes its polls without waking this one (issue 27).
+        while self._polled is not None and polls < 2 and self.now() < until:
+            polled = self._polled()
+            if polled > since:  # a poll began: the second one began after the first returned
+                since, polls = polled, polls + 1
+                continue
+            await asyncio.sleep(FIRST_FETCH_CHECK_SECONDS)
+
+    def _hand_over_done(self) -> None:
+        if self._handed_over is None:
+            self._handed_over = asyncio.get_running_loop().create_future()
+        if not self._handed_over.done():
+            self._handed_over.set_result(self.now())
 
     async def _fetch_committed(
         self, partitions: frozenset[TopicPartition], *, once: bool = False

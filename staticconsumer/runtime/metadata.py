@@ -43,6 +43,15 @@ class TopicMetadata:
         self._last: _Read | None = None
         self._in_flight: _Read | None = None
 
+    def seed(self, topics: frozenset[str], metadata: TopicReplicas) -> None:
+        """An answer read before this membership began (the bootstrap probe's, which named ``topics``):
+        known at once, without asking again, and as old as any read can be, so :meth:`read_since` never
+        takes it for a read made after a rebalance began."""
+        attempt = _Read(float("-inf"), topics)
+        attempt.answer.set_result({topic: rows for topic, rows in metadata.items() if topic in topics})
+        if self._last is None:
+            self._last = attempt
+
     async def fresh(self, topics: frozenset[str]) -> TopicReplicas:
         """Ask the cluster now; the answer is kept for :meth:`read_since`."""
         attempt = _Read(self._now(), topics)

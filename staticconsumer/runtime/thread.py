@@ -171,6 +171,21 @@ def _explain_session_timeout(error: InvalidSessionTimeoutError, settings: Settin
     return explained
 
 
+def _probed_metadata(
+    answer: _aiokafka.ProbeAnswer | None,
+) -> tuple[frozenset[str], dict[str, list[_aiokafka.PartitionReplicas]]] | None:
+    """The topics the bootstrap probe's Metadata answered for definitely (found, or not existing) and
+    their partitions, for the membership's first join; None when the probe named no topics."""
+    if answer is None:
+        return None
+    codes = answer.topic_errors()
+    partitions = answer.topic_partitions()
+    if codes is None or partitions is None:
+        return None
+    settled = (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return frozenset(t for t, c in codes.items() if c in settled), partitions
+
+
 class _OnApplicationLoop:
     """The application's PartitionOwner as the membership thread calls it: each call runs on the
     application's loop, in the order made; awaiting the result never blocks the membership loop."""
@@ -635,6 +650,7 @@ class MembershipThread:
                     version_caps=self._version_caps,
                     known_coordinator=access.coordinator,
                     polled=lambda: self._polled_at,
+                    known_metadata=_probed_metadata(answer),
                 )
             except BaseException as error:
                 _fail(self._ready, error)

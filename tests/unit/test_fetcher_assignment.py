@@ -119,3 +119,29 @@ async def test_warming_without_topics_or_leaders_connects_nowhere(fetcher: Any) 
     await _aiokafka.warm_fetcher(fetcher, frozenset({"unknown"}))  # metadata names no partition of it
     assert fetcher.refreshes == ["refresh"]
     assert connected == []
+
+
+async def test_a_fetcher_bootstrapped_from_a_probe_naming_the_topics_does_not_ask_for_them_again(
+    fetcher: Any,
+) -> None:
+    """The membership's probe named the subscribed topics: warming the fetcher sends no Metadata request,
+    and a subscribed topic the probe did not find is still asked for."""
+    client = fetcher._client
+    answer = _aiokafka.ProbeAnswer(_cluster_answer({("orders", 0): 1, ("orders", 1): 2}), named_topics=True)
+    connected: list[int] = []
+
+    async def ready(node_id: int, **_: Any) -> bool:
+        connected.append(node_id)
+        return True
+
+    client.ready = ready
+    await _aiokafka.start_consumer_from(fetcher, None, answer)
+    try:
+        assert client._topics == {"orders"}
+        await _aiokafka.warm_fetcher(fetcher, frozenset({"orders"}))
+        assert fetcher.refreshes == []
+        assert sorted(connected) == [1, 2]
+        await _aiokafka.warm_fetcher(fetcher, frozenset({"orders", "unknown"}))
+        assert fetcher.refreshes == ["refresh"]
+    finally:
+        await fetcher.stop()

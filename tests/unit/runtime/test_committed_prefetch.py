@@ -138,3 +138,30 @@ async def test_rejoining_reads_the_own_topics_once_and_not_beside_the_leaders_re
         loop._task_group = group
         loop._rejoining()  # known now: not read again
     assert reads == [frozenset({"t"})]
+
+
+async def test_the_bootstrap_probes_metadata_spares_the_first_joins_read_and_feeds_the_prefetch() -> None:
+    """The probe named the subscribed topics at start: the first join neither reads them again nor
+    prefetches less; a topic the probe found missing counts as read (nothing to prefetch there)."""
+    reads: list[frozenset[str]] = []
+
+    async def read(topics: frozenset[str]) -> dict[str, list[PartitionReplicas]]:
+        reads.append(topics)
+        return {t: [PartitionReplicas(0, frozenset())] for t in topics}
+
+    probed = {"t": [PartitionReplicas(p, frozenset()) for p in range(3)]}
+    loop = loop_for(RebalanceProtocol.EAGER, known_metadata=(frozenset({"t", "gone"}), probed))
+    loop._metadata._read = read
+    coordinator = Coordinator({tp(1): 42})
+    loop._fetch_committed = coordinator.fetch  # type: ignore[method-assign]
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._rejoining()
+    assert reads == []
+    assert await prefetched_then_assigned(loop, 5, assigned(5, 1)) == {tp(1): 42}
+    assert coordinator.reads == [(frozenset({tp(0), tp(1), tp(2)}), True)]
+    # a leader still assigns from a read begun after the rebalance did, never from the probe's
+    assert await loop._metadata.read_since(loop.now(), frozenset({"t"})) == {
+        "t": [PartitionReplicas(0, frozenset())]
+    }
+    assert reads == [frozenset({"t"})]

@@ -60,10 +60,16 @@ def test_dev_unit313_runs_the_unit_suite_in_its_own_venv_and_exits_with_pytests_
     (venv / ".installed").touch()
     env = {**os.environ, "PYTHON313": str(_fake_python313(repo, reports_313=True))}
     result = subprocess.run(
-        ["bash", str(repo / "dev"), "unit313"], capture_output=True, text=True, timeout=60, env=env
+        ["bash", str(repo / "dev"), "unit313", "-x", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert result.returncode == 3, result.stderr
-    assert (repo / "args").read_text().split()[-1] == "tests/unit", "the unit suite by default"
+    args = (repo / "args").read_text().split()
+    assert args[-1] == "tests/unit", "the unit suite, never the whole one, whatever options are given"
+    assert {"-x", "-q"} <= set(args)
     assert "pytest (3.13)" in result.stderr
 
 

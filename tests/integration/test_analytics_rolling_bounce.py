@@ -347,10 +347,12 @@ def _table(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
     return sorted((tuple(row) for row in frame.select(*columns).collect()), key=repr)
 
 
-TIMED_RUNS = 2
-"""Runs of each master, alternated, the fastest of each compared: on a CI machine that other jobs load,
-one run's wall time varies by more than the 2x this test holds the cluster to (a JVM that starts
-during another test's burst), while the fastest of alternated runs saw the same load."""
+MAX_PAIRS = 3
+"""Alternated pairs of runs (local[2], then the cluster) at most; the fastest of each master is held to 2x.
+On a CI machine that other jobs load, one run's wall time varies by more than the 2x this test holds the
+cluster to (a JVM that starts during another test's burst), so a pair that misses it is followed by another,
+and the fastest of alternated runs saw the same load. One pair usually settles it: each run is a JVM and a
+Spark job over the whole log (about 30 s on a busy two-core machine), so a fixed second pair cost a minute."""
 
 
 def test_a_standalone_cluster_gives_every_table_of_the_local_run_within_twice_its_time(
@@ -358,14 +360,16 @@ def test_a_standalone_cluster_gives_every_table_of_the_local_run_within_twice_it
 ) -> None:
     local_times: list[float] = []
     cluster_times: list[float] = []
-    for run in range(TIMED_RUNS):
+    for run in range(MAX_PAIRS):
         local_times.append(_analyze_command(bounces.logs, tmp_path / f"local{run}", "local[2]"))
         cluster_times.append(_analyze_command(bounces.logs, tmp_path / f"cluster{run}", standalone.master))
+        if min(cluster_times) < 2 * min(local_times):
+            break
     names = sorted(p.name for p in (tmp_path / "local0").iterdir() if p.is_dir())
     assert names == sorted(TABLES)
     for name in names:
         local = _table(spark, tmp_path / "local0" / name)
-        for run in range(TIMED_RUNS):
+        for run in range(len(local_times)):
             assert _table(spark, tmp_path / f"local{run}" / name) == local, f"table {name}: local runs differ"
             cluster = _table(spark, tmp_path / f"cluster{run}" / name)
             assert cluster == local, f"table {name} differs between local[2] and {standalone.master}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -65,5 +66,10 @@ def test_the_plot_draws_a_labelled_run_with_its_floor_beside_the_reference_runs(
     ]
     loaded = _with_floor(0.1, 300.0, 20.0)
     assert loaded.timings.job_over_floor == pytest.approx(15.0)
+    assert math.isnan(loaded.timings.cpu_over_floor), "runs before the CPU figures have no CPU ratio"
+    loaded = msgspec.structs.replace(
+        loaded, timings=msgspec.structs.replace(loaded.timings, job_cpu_s=25.0, floor_cpu_s=4.0)
+    )
+    assert loaded.timings.cpu_over_floor == pytest.approx(6.25)
     plot = scaling_plot([*reference, loaded], tmp_path / "plot.png")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

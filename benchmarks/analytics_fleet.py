@@ -11,10 +11,11 @@ with the real schema (staticconsumer.analytics.synthetic), one file per group, t
 generation, Spark start and the job, the job's steps (planning, the tables computed and written, the
 report), and the floor: one Spark pass over the same files on the same session (every line parsed, every
 partition list exploded, aggregated per group), so ``job / floor`` compares the job with what the engine
-needs to read its input on this machine, whatever its speed or load; peak resident memory of the Python
-driver and of the JVM (sampled from /proc every 0.2 s, the whole process tree); the job's answers against
-the generator's truth; the machine (cores, memory, CPU, ``uptime``) and git revision. JSON (msgspec-typed)
-goes to benchmarks/results/.
+needs to read its input on this machine, whatever its speed or load, and the same ratio of executor CPU
+(from Spark's event log: the work per row, which the machine's load hardly moves); peak resident
+memory of the Python driver and of the JVM (sampled from /proc every 0.2 s, the whole process tree);
+the job's answers against the generator's truth; the machine (cores, memory, CPU, ``uptime``) and git
+revision. JSON (msgspec-typed) goes to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -78,11 +79,21 @@ class Timings(msgspec.Struct):
     """... and the report's plots and pages (Python on the driver)."""
     steps_s: dict[str, float] = {}
     """Every step of the job by name, in seconds (Progress's steps)."""
+    job_cpu_s: float = 0.0
+    """Executor CPU of the job's stages (Spark's event log: every task's ``executorCpuTime``); 0 in
+    runs before it. Unlike wall time it hardly moves with the machine's load: the robust figure."""
+    floor_cpu_s: float = 0.0
+    """Executor CPU of the floor pass's stages, from the same event log."""
 
     @property
     def job_over_floor(self) -> float:
         """How far the job is from one pass over its input: the figure that travels between machines."""
         return self.job_s / self.floor_s if self.floor_s else float("nan")
+
+    @property
+    def cpu_over_floor(self) -> float:
+        """The job's executor CPU over the floor's: the work per row, whatever else runs on the cores."""
+        return self.job_cpu_s / self.floor_cpu_s if self.floor_cpu_s else float("nan")
 
 
 class Memory(msgspec.Struct):
@@ -445,7 +456,8 @@ def _parser() -> argparse.ArgumentParser:
         "--event-log",
         type=Path,
         default=None,
-        help="write Spark's event log under this directory and report its stages per step",
+        help="keep Spark's event log under this directory and print its stages per step (without it "
+        "the log goes to the work directory, for the executor CPU figures only)",
     )
     parser.add_argument(
         "--stage-table",
@@ -461,14 +473,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _event_log(args: argparse.Namespace) -> dict[str, str]:
-    """Spark settings that write the event log (uncompressed, for :func:`stage_table`)."""
-    if args.event_log is None:
-        return {}
-    args.event_log.mkdir(parents=True, exist_ok=True)
+def _event_log(directory: Path) -> dict[str, str]:
+    """Spark settings that write the event log (uncompressed, for :func:`stage_table`) under
+    ``directory``: ``--event-log``, else the run's work directory (the CPU figures come from it)."""
+    directory.mkdir(parents=True, exist_ok=True)
     return {
         "spark.eventLog.enabled": "true",
-        "spark.eventLog.dir": args.event_log.resolve().as_uri(),
+        "spark.eventLog.dir": directory.resolve().as_uri(),
         "spark.eventLog.compress": "false",
     }
 
@@ -537,6 +548,11 @@ def scaling_plot(reports: list[Report], path: Path) -> Path:
             if t.floor_s
             else ""
         )
+        if t.floor_cpu_s:
+            versus += (
+                f"\nexecutor CPU job / floor {t.cpu_over_floor:.1f} "
+                f"({t.job_cpu_s:.0f} s / {t.floor_cpu_s:.1f} s)"
+            )
         ax.annotate(
             f"{r.size.scale:g}x{f' ({r.label})' if r.label else ''}: {r.size.records:,} records, "
             f"{y:.0f} s{versus}\n"
@@ -611,6 +627,7 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
     environment = _environment()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="analytics-fleet-"))
     logs, tables = workdir / "logs", workdir / "out"
+    event_log = args.event_log or workdir / "eventlog"
     try:
         started = time.perf_counter()
         truth = write_fleet(logs, spec)
@@ -631,7 +648,7 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
                 else {"spark.sql.shuffle.partitions": args.shuffle_partitions}
             )
             spark = spark_session(
-                args.master, driver_memory=args.driver_memory, config={**fixed, **_event_log(args)}
+                args.master, driver_memory=args.driver_memory, config={**fixed, **_event_log(event_log)}
             )
             spark.range(1).count()
             spark_start_s = time.perf_counter() - started
@@ -654,7 +671,13 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
             print(f"floor pass: {floor_rows:,} rows in {floor_s:.1f}s; job / floor {job_s / floor_s:.1f}")
             application = spark.sparkContext.applicationId
             spark.stop()
-        stages = [] if args.event_log is None else stage_table(args.event_log / f"eventlog_v2_{application}")
+        stages = stage_table(event_log / f"eventlog_v2_{application}")
+        job_cpu_s = _total(stages).cpu_s
+        floor_cpu_s = sum(r.cpu_s for r in stages if r.step == FLOOR_STEP)
+        print(
+            f"executor CPU: job {job_cpu_s:.1f} s, floor {floor_cpu_s:.1f} s; "
+            f"job / floor {job_cpu_s / floor_cpu_s if floor_cpu_s else float('nan'):.1f}"
+        )
         totals = {g: analysis.totals(g) for g in analysis.groups()}
         checks = Checks(
             rebalances_expected=truth.rebalances + spec.groups,  # + each group's first generation
@@ -694,6 +717,8 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
             tables_s=round(sum(t for n, t in progress.steps.items() if n.startswith(TABLE_STEP)), 2),
             report_s=round(progress.steps.get(REPORT_STEP, 0.0), 2),
             steps_s={name: round(took, 2) for name, took in progress.steps.items()},
+            job_cpu_s=round(job_cpu_s, 1),
+            floor_cpu_s=round(floor_cpu_s, 1),
         ),
         memory=Memory(
             driver_peak_rss_bytes=memory.driver,
@@ -712,7 +737,7 @@ def run_one(args: argparse.Namespace, scale: float, out: Path, argv: list[str] |
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
     print(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
-    if stages:
+    if args.event_log is not None:
         print(stage_markdown(stages))
     print(
         "the job's answers agree with the generator"

@@ -993,7 +993,14 @@ def _analytics_fleet(report: Any, figures: set[str]) -> list[str]:
             f"{_n(timings.floor_s)} s; **job / floor {ratio:.1f}**.{verdict} Fixed costs inside the job: "
             f"planning {_n(timings.plan_s)} s, report {_n(timings.report_s)} s; the tables (computed "
             f"and written, every write) {_n(timings.tables_s)} s; Spark start {_n(timings.spark_start_s)} s "
-            "before it.",
+            "before it."
+            + (
+                f" Executor CPU (Spark's event log; hardly moved by other work on the machine): job "
+                f"{timings.job_cpu_s:.1f} s, floor {timings.floor_cpu_s:.1f} s, **job / floor "
+                f"{timings.job_cpu_s / timings.floor_cpu_s:.1f}** in CPU."
+                if timings.floor_cpu_s
+                else ""
+            ),
             "",
         ]
     label = f", {report.label}" if report.label else ""

@@ -77,6 +77,28 @@ def materialize(frame: DataFrame, level: StorageLevel) -> DataFrame:
     return frame.localCheckpoint(eager=True, storageLevel=level)
 
 
+ADAPTIVE = "spark.sql.adaptive.enabled"
+
+
+def materialize_partitioned(frame: DataFrame, level: StorageLevel) -> DataFrame:
+    """:func:`materialize` for a frame shuffled by a key its readers group by: the kept rows say so.
+
+    A frame checkpointed under adaptive execution forgets its partitioning (its plan's partitioning is
+    unknown until it has run), so every reader shuffled the input-sized rows again for a grouping they
+    already had: the scan's rows once more by session, the ownership intervals once more by partition.
+    Planned without adaptive execution, the checkpoint keeps its hash partitioning and the readers
+    plan no exchange. Only this plan is affected: its shuffle is an explicit ``repartition`` that
+    adaptive execution would not coalesce anyway, and its joins are broadcast by hint.
+    """
+    conf = frame.sparkSession.conf
+    before = conf.get(ADAPTIVE)
+    conf.set(ADAPTIVE, "false")
+    try:
+        return materialize(frame, level)
+    finally:
+        conf.set(ADAPTIVE, before if before is not None else "true")
+
+
 PARTITION = T.StructType(
     [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
 )
@@ -254,7 +276,7 @@ def scan(parsed: DataFrame) -> DataFrame:
         .over(by_seq.rowsBetween(Window.unboundedPreceding, -1))
         .alias("previous_segment"),
     )
-    return materialize(scanned, SCAN)
+    return materialize_partitioned(scanned, SCAN)
 
 
 def malformed_lines(scanned: DataFrame) -> DataFrame:
@@ -777,7 +799,7 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
         F.col("prev.end_inferred").alias("prev_end_inferred"),
         "prev_owner_in_order",
     )
-    return materialize(handed, BIG)
+    return materialize_partitioned(handed, BIG)
 
 
 def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -52,6 +53,12 @@ def test_the_page_gives_job_over_floor_with_the_fixed_costs_and_issue_30s_target
     assert "## Fleet analytics (scale 0.1, loaded machine)" in met
     assert "1,234,567 rows): 6 s; **job / floor 5.0**. Target: job within 6x its floor: **met**." in met
     assert "planning 3 s, report 5 s; the tables (computed and written, every write) 20 s" in met
+    assert "Executor CPU" not in met, "runs before the CPU figures say nothing of it"
+    cpu = _with_floor(0.1, 30.0, 6.0)
+    cpu = msgspec.structs.replace(
+        cpu, timings=msgspec.structs.replace(cpu.timings, job_cpu_s=22.4, floor_cpu_s=2.3)
+    )
+    assert "job 22.4 s, floor 2.3 s, **job / floor 9.7** in CPU." in "\n".join(_analytics_fleet(cpu, set()))
     missed = "\n".join(_analytics_fleet(_with_floor(1.0, 50.0, 10.0), set()))
     assert "**job / floor 5.0**. Target: job within 4x its floor: **not met**." in missed
     before = msgspec.json.decode((RESULTS / "analytics_fleet_scale0.3.json").read_bytes(), type=Report)
@@ -65,5 +72,10 @@ def test_the_plot_draws_a_labelled_run_with_its_floor_beside_the_reference_runs(
     ]
     loaded = _with_floor(0.1, 300.0, 20.0)
     assert loaded.timings.job_over_floor == pytest.approx(15.0)
+    assert math.isnan(loaded.timings.cpu_over_floor), "runs before the CPU figures have no CPU ratio"
+    loaded = msgspec.structs.replace(
+        loaded, timings=msgspec.structs.replace(loaded.timings, job_cpu_s=25.0, floor_cpu_s=4.0)
+    )
+    assert loaded.timings.cpu_over_floor == pytest.approx(6.25)
     plot = scaling_plot([*reference, loaded], tmp_path / "plot.png")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

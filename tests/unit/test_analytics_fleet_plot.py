@@ -37,10 +37,18 @@ def test_replot_draws_every_size_from_the_json_beside_the_full_run(tmp_path: Pat
 
 
 def _with_floor(scale: float, job_s: float, floor_s: float) -> Report:
-    """The committed scale 0.1 result as if it had measured a floor (a labelled, loaded run)."""
+    """The committed scale 0.1 result as a labelled run with these times and no executor CPU figures
+    (as runs before the event log was read)."""
     report = msgspec.json.decode((RESULTS / "analytics_fleet_scale0.1.json").read_bytes(), type=Report)
     timings = msgspec.structs.replace(
-        report.timings, job_s=job_s, floor_s=floor_s, plan_s=3.0, tables_s=20.0, report_s=5.0
+        report.timings,
+        job_s=job_s,
+        floor_s=floor_s,
+        plan_s=3.0,
+        tables_s=20.0,
+        report_s=5.0,
+        job_cpu_s=0.0,
+        floor_cpu_s=0.0,
     )
     size = msgspec.structs.replace(report.size, scale=scale)
     return msgspec.structs.replace(

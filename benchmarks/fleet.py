@@ -55,6 +55,7 @@ from typing import Any
 import msgspec
 
 from benchmarks.common import Environment, Spread, environment, spread, write_json
+from staticconsumer._bounce_member import API_NAMES
 from staticconsumer.testing import EmbeddedKafka
 
 NAME = "fleet"
@@ -72,18 +73,6 @@ SETTLE_S = 5.0
 _EMIT_LOCK = threading.Lock()
 TRACED_OUT = {1: "Fetch", 12: "Heartbeat"}
 """Requests the idle members send all along: not part of any one restart, left out of ``--trace``."""
-API_NAMES = {
-    0: "Produce",
-    2: "ListOffsets",
-    3: "Metadata",
-    8: "OffsetCommit",
-    9: "OffsetFetch",
-    10: "FindCoordinator",
-    11: "JoinGroup",
-    14: "SyncGroup",
-    15: "DescribeGroups",
-    18: "ApiVersions",
-}
 
 
 def _emit(**event: Any) -> None:

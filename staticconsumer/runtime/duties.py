@@ -111,17 +111,14 @@ class LeaderDuties:
         watch = self.watch
         if watch is None:
             return
-        read: tuple[GroupView, dict[str, int]] | None = None
         if watch.leader and not watch.snapshot:
-            read = await self._complete_snapshot(watch)
-            if self._audit_generation != watch.generation or self.watch is not watch:
-                return
-            self._wake.clear()  # audited and checked in this round: nothing left for the wake
+            await self._complete_snapshot(watch)
+            return
         counts: dict[str, int] | None = None
         if self._audit_generation == watch.generation:
             self._audit_generation = None
             self._audited.add(watch.generation)
-            verdict, counts = await self._audit(watch, read)
+            verdict, counts = await self._audit(watch)
             if verdict != "checked":
                 return
         if watch.leader:
@@ -131,11 +128,8 @@ class LeaderDuties:
             if reason is not None and self.watch is watch:
                 self._rejoin(reason)
 
-    async def _complete_snapshot(self, watch: MetadataWatch) -> tuple[GroupView, dict[str, int]] | None:
-        """SkipAssignment or a guessed leadership: learn the members' topics and today's partitions.
-
-        Returns what it read (None if the coordinator did not describe the group): the audit that follows
-        at once checks the same answers rather than asking both questions again."""
+    async def _complete_snapshot(self, watch: MetadataWatch) -> None:
+        """SkipAssignment or a guessed leadership: learn the members' topics and today's partitions."""
         view = await self._describe()
         if view is not None:
             watch.watched = watch.watched | frozenset(t for m in view.members for t in m.topics)
@@ -144,11 +138,8 @@ class LeaderDuties:
         if self._audit_generation is None and watch.generation not in self._audited:
             self._audit_generation = watch.generation
         self._wake.set()
-        return None if view is None else (view, counts)
 
-    async def _audit(
-        self, watch: MetadataWatch, read: tuple[GroupView, dict[str, int]] | None = None
-    ) -> tuple[AuditVerdict, dict[str, int] | None]:
+    async def _audit(self, watch: MetadataWatch) -> tuple[AuditVerdict, dict[str, int] | None]:
         """Rejoin if a partition this member is responsible for is owned by nobody.
 
         Also says whether the leader's metadata check should follow, with the partition counts read
@@ -156,16 +147,13 @@ class LeaderDuties:
         assigns from metadata read after it began, and its generation gets an audit of its own; a check
         against this generation's counts would only ask for one more rebalance.
         """
-        view = await self._describe() if read is None else read[0]
+        view = await self._describe()
         if view is None:
             return "checked", None  # the coordinator did not say: the metadata check still runs
         if view.state != "Stable" or self.watch is not watch:
             return "rebalancing", None
         topics = watch.watched if watch.leader else self._own_topics()
-        if read is not None and watch.leader:
-            counts = read[1]  # the snapshot's, read a moment ago for these very topics (watch.watched)
-        else:
-            counts = await self._partition_counts(frozenset(topics))
+        counts = await self._partition_counts(frozenset(topics))
         # A cooperative generation leaves moving partitions unassigned for one round; their old owner
         # still holds them (its claim) until the second rebalance: not a reason to rejoin.
         owned = [tp for member in view.members for tp in (*member.assigned, *member.claimed)]

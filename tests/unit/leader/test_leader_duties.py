@@ -203,19 +203,3 @@ def test_the_last_generations_leader_remembers_what_it_led_across_the_rebalance(
     assert duties.led == {"a", "b"}
     duties.assigned(4, leading=False)
     assert duties.led == frozenset()
-
-
-async def test_a_returning_leaders_snapshot_and_audit_share_one_describe_and_one_metadata_read() -> None:
-    """SkipAssignment, its first round after the assignment: the audit checks the snapshot's answers."""
-    cluster = FakeCluster(
-        {"a": 3, "b": 1}, view(("l", {"a"}, [TP("a", 0)]), ("f", {"a", "b"}, [TP("a", 1), TP("b", 0)]))
-    )
-    duties = cluster.duties(frozenset({"a"}))
-    duties.leader_elected(7, frozenset(), None)
-    duties.assigned(7, leading=True)
-    await duties.step()
-    assert duties.watch is not None
-    assert duties.watch.snapshot == {"a": 3, "b": 1}
-    assert cluster.rejoins == ["1 subscribed partitions owned by no member: a-2"]
-    assert (cluster.describes, cluster.reads) == (1, 1)
-    assert not duties._wake.is_set(), "no second round asks again"

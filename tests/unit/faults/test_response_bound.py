@@ -161,6 +161,7 @@ async def test_the_fetcher_keeps_aiokafkas_client_configuration_on_a_bounded_cli
         "max_response_bytes",
         "on_oversized",
         "reconnect_backoff",  # ours alone: Java's reconnect backoff (tests/unit/connection)
+        "on_answered",  # ours alone: tells the connection monitor a broker answers again
     }
     mine = {k: v for k, v in vars(ours._client).items() if k not in skip}
     assert mine == {k: v for k, v in vars(theirs._client).items() if k not in skip}

@@ -218,9 +218,8 @@ class StaticConsumer:
             return
         self._closed = True
         _warnings.warn(f"Unclosed {type(self).__name__} {self!r}", ResourceWarning, source=self)
-        membership = getattr(self._consumer, "_membership", None)  # None without a group
+        membership = self._consumer._membership
         self._consumer._abandon()  # thread-safe; the async consumer then warns no second time
-        self._give_back_sigterm()
         stack = self._stack.pop_all()
         with contextlib.suppress(RuntimeError):  # the loop's thread itself collected it: it ends with it
             self._portal.start_task_soon(

@@ -211,23 +211,6 @@ def test_a_sync_consumer_dropped_without_close_warns_once_and_ends_its_threads(
     assert listener.revoked, "its partitions were revoked, as close() revokes them"
 
 
-def test_a_groupless_sync_consumer_dropped_without_close_warns_once_and_ends_its_thread(
-    kafka_broker: EmbeddedKafka | ExternalKafka, create_topic: Any
-) -> None:
-    threads_before = set(_sync_threads())
-    consumer = SyncStaticConsumer(
-        create_topic(partitions=1), bootstrap_servers=kafka_broker.bootstrap_servers, group_id=None
-    )
-    with _resource_warnings() as unclosed:
-        del consumer
-
-    assert [str(w.message).split(" ")[:2] for w in unclosed] == [["Unclosed", "StaticConsumer"]]
-    deadline = time.monotonic() + 10
-    while set(_sync_threads()) - threads_before:
-        assert time.monotonic() < deadline, "the loop's thread ended"
-        time.sleep(0.05)
-
-
 def test_a_closed_sync_consumer_is_collected_without_a_warning(
     kafka_broker: EmbeddedKafka | ExternalKafka, create_topic: Any, unique_group: str
 ) -> None:

@@ -25,7 +25,7 @@ from staticconsumer import _aiokafka, _inputs
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
 from staticconsumer.connection.monitor import lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
-from staticconsumer.consumer import StaticConsumer, _close_abandoned, _fetcher_options, _settings_from
+from staticconsumer.consumer import StaticConsumer, _fetcher_options, _settings_from
 from staticconsumer.errors import ConfigurationError, ConsumerStoppedError, IllegalStateError
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, TopicPartition
@@ -156,13 +156,6 @@ class GrouplessConsumer(StaticConsumer):
                 await self._fetcher.stop()
         if monitor is not None:
             monitor.close()
-
-    def _unclosed(self) -> bool:
-        return getattr(self, "_fetcher", None) is not None and not self._stopping
-
-    def _abandon(self) -> None:
-        self._stopping = True
-        _close_abandoned(self._fetcher, self._monitor, (self._monitor_task,), self)
 
     def _require_fetcher(self) -> AIOKafkaConsumer:
         if self._fetcher is None or self._stopping:

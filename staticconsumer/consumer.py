@@ -16,8 +16,6 @@ import logging
 import math
 import sys
 import time
-import warnings
-import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -95,69 +93,6 @@ class _Changed(asyncio.Event):
     def forget(self, future: asyncio.Future[None]) -> None:
         self._futures.discard(future)
         future.cancel()
-
-
-def _weakly(method: Callable[..., None]) -> Callable[..., None]:
-    """``method`` for as long as its object lives, then a no-op: for callbacks that must not keep it alive."""
-    ref = weakref.WeakMethod(method)
-
-    def call(*args: Any) -> None:
-        bound = ref()
-        if bound is not None:
-            bound(*args)
-
-    return call
-
-
-_ABANDONED: set[asyncio.Task[None]] = set()
-"""Closings of consumers dropped without stop(), kept until done (the loop holds tasks weakly)."""
-
-
-async def _abandoned_closed() -> None:
-    """Wait until the closings of dropped consumers on this loop are done (the sync consumer's loop
-    waits for them before it ends)."""
-    loop = asyncio.get_running_loop()
-    closing = [task for task in _ABANDONED if task.get_loop() is loop]
-    if closing:
-        await asyncio.wait(closing)
-
-
-def _close_abandoned(
-    fetcher: AIOKafkaConsumer | None,
-    monitor: ConnectionMonitor | None,
-    tasks: Sequence[asyncio.Task[None] | None],
-    consumer: object,
-) -> None:
-    """Cancel a dropped consumer's tasks, stop its fetcher and close its monitor, on the loop they run on
-    (from whichever thread the garbage collector ran); nothing when that loop is closed already. That
-    loop's exception handler hears of it, as aiokafka tells it of an unclosed consumer (its repr only:
-    the consumer itself is being collected)."""
-    running = [task for task in tasks if task is not None]
-    loop = running[0].get_loop() if running else None
-    if loop is None or loop.is_closed():
-        return
-
-    async def close() -> None:
-        for task in running:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        if fetcher is not None:
-            with contextlib.suppress(Exception):
-                await fetcher.stop()
-        if monitor is not None:
-            monitor.close()
-
-    context = {"message": f"Unclosed {type(consumer).__name__}", "consumer": repr(consumer)}
-
-    def begin() -> None:
-        loop.call_exception_handler(context)
-        closing = loop.create_task(close())
-        _ABANDONED.add(closing)
-        closing.add_done_callback(_ABANDONED.discard)
-
-    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-        loop.call_soon_threadsafe(begin)
 
 
 class StaticConsumer:
@@ -339,7 +274,7 @@ class StaticConsumer:
             subscription=self._subscription,
             rebalance_protocol=self._rebalance_protocol,
             observers=self._observers,
-            on_request=_weakly(self._forward_request),  # the thread must not keep the consumer alive
+            on_request=self._forward_request,
             version_caps=self._version_caps,
             closers=(self.event_log.aclose,) if self.event_log is not None else (),
         )
@@ -479,29 +414,6 @@ class StaticConsumer:
                 StaticConsumer._running_identities.discard(self._identity)
                 self._identity = None
             self._changed.set()
-
-    def __del__(self, _warnings: Any = warnings) -> None:
-        """Started, then dropped without stop(): warn as aiokafka's consumer does, and end what it left
-        running (nothing running holds the consumer itself, so this does run)."""
-        if self._unclosed():
-            _warnings.warn(f"Unclosed {type(self).__name__} {self!r}", ResourceWarning, source=self)
-            self._abandon()
-
-    def _unclosed(self) -> bool:
-        return getattr(self, "_membership", None) is not None and not self._stopping
-
-    def _abandon(self) -> None:
-        """stop() without waiting, from any thread: the membership ends as a static member stops (no
-        LeaveGroup), the fetcher and background tasks close on their loop, the instance id is free."""
-        membership, self._membership = self._membership, None
-        self._stopping = True
-        if membership is not None:
-            membership.abandon(self.settings.request_timeout_ms / 1000)
-        tasks = (self._monitor_task, self._warm_task, self._auto_commit_task)
-        _close_abandoned(self._fetcher, self._monitor, tasks, self)
-        if self._identity is not None:
-            StaticConsumer._running_identities.discard(self._identity)
-            self._identity = None
 
     # -- read-only state ------------------------------------------------------------------------
 

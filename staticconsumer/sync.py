@@ -9,7 +9,6 @@ anyio is imported by this module only, so ``import staticconsumer`` does not pay
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import concurrent.futures
 import contextlib
@@ -18,8 +17,6 @@ import signal
 import threading
 import time
 import types
-import warnings
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -28,7 +25,6 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from staticconsumer import _inputs
 from staticconsumer.connection import ConnectionState
 from staticconsumer.consumer import StaticConsumer as AsyncStaticConsumer
-from staticconsumer.consumer import _abandoned_closed
 from staticconsumer.errors import ConfigurationError, ConsumerStoppedError
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import TopicPartition
@@ -210,21 +206,6 @@ class StaticConsumer:
             self._stack.close()
             self._give_back_sigterm()
             self._run_commit_callbacks()
-
-    def __del__(self, _warnings: Any = warnings) -> None:
-        """Opened, then dropped without close(): warn as aiokafka's consumer does, and end what it left
-        running (membership, fetcher, then the loop's thread) without blocking whoever dropped it."""
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
-        _warnings.warn(f"Unclosed {type(self).__name__} {self!r}", ResourceWarning, source=self)
-        membership = self._consumer._membership
-        self._consumer._abandon()  # thread-safe; the async consumer then warns no second time
-        stack = self._stack.pop_all()
-        with contextlib.suppress(RuntimeError):  # the loop's thread itself collected it: it ends with it
-            self._portal.start_task_soon(
-                _end_abandoned_loop, self._portal, stack, membership, self.settings.request_timeout_ms / 1000
-            )
 
     # -- records --------------------------------------------------------------------------------
 
@@ -420,7 +401,7 @@ class _Listener(ConsumerRebalanceListener):
 
     def __init__(self, owner: StaticConsumer, listener: Any) -> None:
         _inputs.listener(listener)  # a clear TypeError naming what was given instead
-        self._owner = weakref.ref(owner)  # held by the membership thread: it must not keep the owner alive
+        self._owner = owner
         self._listener = listener
 
     def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
@@ -441,23 +422,9 @@ class _Listener(ConsumerRebalanceListener):
         try:
             method(partitions)
         except Exception as error:
-            owner = self._owner()
-            if owner is not None and owner._listener_error is None:  # the first one is the cause
-                owner._listener_error = error
+            if self._owner._listener_error is None:  # the first one is the cause
+                self._owner._listener_error = error
             raise
-
-
-async def _end_abandoned_loop(
-    portal: BlockingPortal, stack: contextlib.ExitStack, membership: Any, grace_seconds: float
-) -> None:
-    """A dropped consumer's loop: once its membership has ended (its revoke runs here) and its fetcher
-    closed, stop the loop, and close the portal from a thread of its own (that joins this one)."""
-    if membership is not None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(membership.ended(), grace_seconds * 2)
-    await _abandoned_closed()
-    await portal.stop()
-    threading.Thread(target=stack.close, name="staticconsumer-sync-close", daemon=True).start()
 
 
 def _built(build: Callable[[], AsyncStaticConsumer]) -> AsyncStaticConsumer:

@@ -542,21 +542,6 @@ class MembershipThread:
         finally:
             await asyncio.to_thread(self._thread.join, grace_seconds)
 
-    def abandon(self, grace_seconds: float) -> None:
-        """The consumer was dropped without stop() (its finalizer, on any thread): stop as stop() does
-        without a LeaveGroup, cancelling the run after ``grace_seconds``; returns at once."""
-        loop = self._loop
-        if not self._set_up or loop is None:
-            self._cancel_run()
-            return
-        with contextlib.suppress(RuntimeError):  # the thread's loop has closed: it has ended
-            loop.call_soon_threadsafe(self._stop_abandoned, grace_seconds)
-
-    def _stop_abandoned(self, grace_seconds: float) -> None:
-        if self._membership is not None and not self._done.done():
-            self._begin_stop(leave_group=False)
-        asyncio.get_running_loop().call_later(grace_seconds, self._cancel_run)
-
     def _cancel_run(self) -> None:
         """Cancel the thread's run, now if its loop runs, else as soon as it starts."""
         self._cancelled = True

@@ -33,7 +33,7 @@ import re
 import struct
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
@@ -471,6 +471,9 @@ class ProbeAnswer(NamedTuple):
     named_topics: bool = False
     """The request named the topics to check (``probe_broker(topics=...)``): :meth:`topic_errors` is
     their answer, so the access check need not ask again."""
+    versions: Mapping[int, tuple[int, int]] | None = None
+    """What that broker advertised in the probe's ApiVersions (api key -> (min, max)), so the checks a
+    start makes on the cluster's release need no connection of their own."""
 
     def topic_errors(self) -> dict[str, int] | None:
         """Kafka's error code per named topic, as :func:`topic_errors` reads them; None when the probe
@@ -544,6 +547,7 @@ async def probe_broker(
         response = await conn.send(
             MetadataRequest(named, allow_auto_topic_creation=False) if named else MetadataRequest([])
         )
+        versions = connection_versions(conn)
     except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
         return ProbeFailure("timeout", stage, "no answer")
     except errors.SaslAuthenticationFailed as failure:
@@ -559,7 +563,7 @@ async def probe_broker(
     finally:
         if conn is not None:
             conn.close()
-    return ProbeAnswer(response, bool(named))
+    return ProbeAnswer(response, bool(named), versions)
 
 
 def _broker_message(error: BaseException) -> str:
@@ -1014,6 +1018,9 @@ def _bounded() -> tuple[Any, Any, Any]:
             read_task.add_done_callback(functools.partial(_on_read_done, self_ref))
             return read_task
 
+        def authenticator_oauth(self) -> Any:
+            return _OAuthBearerExchange(super().authenticator_oauth())
+
     aiokafka_create_conn = aiokafka.client.create_conn
 
     async def create_conn(host: str, port: int, **kwargs: Any) -> Any:
@@ -1132,6 +1139,34 @@ def _bounded() -> tuple[Any, Any, Any]:
                 fetcher._notify(waiter)
 
     return BoundedConnection, BoundedClient, BoundedConsumer
+
+
+class _OAuthBearerExchange:
+    """aiokafka's OAUTHBEARER exchange, finished as RFC 7628 (3.2.2) asks when the broker rejects the token.
+
+    aiokafka sends the token and takes any answer for success. A broker that rejects it answers with an
+    error challenge (``{"status":"invalid_token"}``) and waits for the client's ``%x01`` before failing
+    the exchange; without that reply the connection stays mid-authentication and the broker answers the
+    next request (FindCoordinator, JoinGroup, Fetch) with ILLEGAL_SASL_STATE, which names nothing useful.
+    Replying makes the broker fail the exchange with SASL_AUTHENTICATION_FAILED and its reason, which
+    aiokafka raises as an authentication failure (the bootstrap reports it; later connections retry with a
+    fresh token from the provider)."""
+
+    def __init__(self, token_step: Any) -> None:
+        self._token_step = token_step
+        self._token_sent = False
+        self._rejection_answered = False
+
+    async def step(self, payload: bytes | None) -> tuple[bytes, bool] | None:
+        if self._token_sent and payload:
+            if self._rejection_answered:
+                return None
+            self._rejection_answered = True
+            return b"\x01", True
+        result: tuple[bytes, bool] | None = await self._token_step.step(payload)
+        if result is not None:
+            self._token_sent = True
+        return result
 
 
 def _parameters(function: Callable[..., Any]) -> list[str]:
@@ -1285,6 +1320,9 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),
     Internal("aiokafka.conn.AIOKafkaConnection", "close", parameters=("reason", "exc")),
+    # the OAUTHBEARER exchange, wrapped so a rejected token fails the authentication (_OAuthBearerExchange)
+    Internal("aiokafka.conn.AIOKafkaConnection", "authenticator_oauth", parameters=()),
+    Internal("aiokafka.conn.OAuthAuthenticator", "step", parameters=("payload",)),
     Internal("aiokafka.conn.CloseReason", "CONNECTION_BROKEN"),
     Internal("aiokafka.conn.CloseReason", "CONNECTION_TIMEOUT"),
     Internal("aiokafka.conn.CloseReason", "OUT_OF_SYNC"),

@@ -32,8 +32,16 @@ median of the fleet within 1.2x of the small group's; attempts <= 2 per second p
 after 5 s, every member back within 2 s of the return, nothing lost. The machine's load is recorded
 (``environment``).
 
-Run: .venv/bin/python -m benchmarks.fleet [--members 30] [--processes 3] [--down 20]
-Writes benchmarks/results/fleet_<members>.json (schema: ``Report``).
+With ``--group-protocol consumer`` both groups use KIP-848's protocol (ConsumerGroupHeartbeat; the broker
+assigns and writes records per member), where the classic protocol's static rejoin makes the coordinator
+write the whole group's assignment: the same bounce under both tells the broker's share of the growth
+with N from ours.
+
+Run: .venv/bin/python -m benchmarks.fleet [--members 30] [--processes 3] [--down 20] [--group-protocol P]
+Writes benchmarks/results/fleet_<members>.json, fleet_<members>_consumer.json for KIP-848 (``Report``).
+Development only: ``--bounce-limit K`` restarts only the first K fleet members, ``--trace`` adds each
+restart's requests per API and each member's outage/recovery as its monitor sees it, ``--events FILE``
+keeps every worker event.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -122,6 +131,12 @@ class _Member:
     def start(self, restart: bool) -> None:
         self.stopping = False
         self.task = asyncio.create_task(self.run(restart))
+        self.task.add_done_callback(self._failed)
+
+    def _failed(self, task: asyncio.Task[None]) -> None:
+        """A member that cannot start says why (stderr) instead of the run waiting for it in silence."""
+        if not task.cancelled() and task.exception() is not None:
+            logging.error("member %s failed", self.instance, exc_info=task.exception())
 
     async def stop(self) -> None:
         self.stopping = True
@@ -145,20 +160,25 @@ class _Member:
             def on_partitions_lost(self, lost: Any) -> None:
                 _emit(ev="lost", m=instance, n=len(lost), t=time.time())
 
+        # KIP-848: the broker's group.consumer.session.timeout.ms (45 s) and heartbeat interval apply
+        classic = self.args.group_protocol == "classic"
+        timeouts = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 3000} if classic else {}
         began = time.time()
         consumer = StaticConsumer(
             self.topic,
             bootstrap_servers=self.args.bootstrap,
             group_id=group,
             group_instance_id=instance,
-            session_timeout_ms=SESSION_MS,
-            heartbeat_interval_ms=3000,
+            **timeouts,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             listener=Listener(),
+            group_protocol=self.args.group_protocol,
         )
         await consumer.start()
         _emit(ev="started", m=instance, restart=restart, t=time.time(), since=time.time() - began)
+        if self.args.trace:
+            _trace_monitor(consumer, instance)
         first, state = True, ""
         try:
             while not self.stopping:
@@ -178,6 +198,35 @@ class _Member:
                         _emit(ev="keys", m=instance, keys=keys, t=time.time())
         finally:
             await consumer.stop()
+
+
+def _trace_monitor(consumer: Any, instance: str) -> None:
+    """``--trace``: this member's outage opening and ending as its connection monitor sees them, and each
+    answer that could end one (``answered``: the node, when its request was sent), with wall times."""
+    from staticconsumer import _aiokafka
+
+    monitor = consumer._monitor
+    failed, recovered, answered = monitor.failed, monitor.recovered, monitor.answered
+    offset = time.time() - time.monotonic()
+
+    def on_failed(node_id: int, address: str, cause: str, *, attempt: bool = False) -> None:
+        if not monitor.outages:
+            _emit(ev="outage", m=instance, cause=cause, t=time.time())
+        failed(node_id, address, cause, attempt=attempt)
+
+    def on_recovered(address: str) -> None:
+        if monitor.outages:
+            _emit(ev="recovered", m=instance, t=time.time())
+        recovered(address)
+
+    def on_answered(node_id: int, sent_at: float) -> None:
+        if monitor.outages:
+            _emit(ev="answered", m=instance, sent=sent_at + offset, t=time.time())
+        answered(node_id, sent_at)
+
+    monitor.failed, monitor.recovered, monitor.answered = on_failed, on_recovered, on_answered
+    for client in list(monitor._clients):
+        _aiokafka.report_answers(client, monitor.answered)
 
 
 async def worker(args: argparse.Namespace) -> None:
@@ -279,6 +328,8 @@ async def _spawn(args: argparse.Namespace, groups: list[_Group], processes: int)
             "--spec",
             spec,
             *(["--trace"] if args.trace else []),
+            "--group-protocol",
+            args.group_protocol,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -421,6 +472,9 @@ class Report(msgspec.Struct):
     ratio_first_record: float
     """Restart-to-first-record median of the fleet over the small group's."""
     targets: dict[str, bool]
+    group_protocol: str = "classic"
+    """``classic`` (JoinGroup/SyncGroup: on a static member's rejoin the coordinator writes the whole
+    group's assignment) or ``consumer`` (KIP-848, ConsumerGroupHeartbeat: records per member)."""
     comparison: str = "separate runs"
     """How the two sizes were compared: ``same processes, interleaved`` (each small member shares a worker
     and its loop with a share of the fleet, its restarts between the fleet's), or ``separate runs`` (before:
@@ -494,7 +548,8 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
             flush=True,
         )
         windows: dict[str, list[tuple[float, float]]] = {}
-        for instance in _schedule(large.instances, small.instances, args.small_restarts):
+        bounced = large.instances[: args.bounce_limit] if args.bounce_limit is not None else large.instances
+        for instance in _schedule(bounced, small.instances, args.small_restarts):
             windows.setdefault(instance, []).append(await _restart_one(fleet, instance))
         await asyncio.sleep(3)
         new_generations = _generations_after(fleet, settled) - generations
@@ -534,6 +589,13 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
         return bounces[0], bounces[1], outage
     finally:
         await _quit(fleet)
+        if args.events:
+            lines = [
+                json.dumps({**e, "w": index}) + "\n"
+                for index, w in enumerate(fleet.workers)
+                for e in w.events
+            ]
+            await asyncio.to_thread(Path(args.events).write_text, "".join(lines))
 
 
 def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: set[str]) -> dict[str, float]:
@@ -677,9 +739,17 @@ async def parent(args: argparse.Namespace) -> None:
         targets["every_member_back_within_2s"] = outage.members_back_within_2s == outage.members
         targets["nothing_lost"] = outage.lost == 0
     report = Report(
-        NAME, env, [small, large], outage, ratio, targets, comparison="same processes, interleaved"
+        NAME,
+        env,
+        [small, large],
+        outage,
+        ratio,
+        targets,
+        group_protocol=args.group_protocol,
+        comparison="same processes, interleaved",
     )
-    path = write_json(report, f"{NAME}_{args.members}")
+    suffix = "" if args.group_protocol == "classic" else f"_{args.group_protocol}"
+    path = write_json(report, f"{NAME}_{args.members}{suffix}")
     print(f"ratio {ratio:.2f}; targets {targets}: {path}")
 
 
@@ -692,8 +762,18 @@ def main() -> None:
     parser.add_argument("--down", type=float, default=20.0)
     parser.add_argument("--no-broker-restart", action="store_true")
     parser.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="consumer: KIP-848 (results in fleet_<members>_consumer.json)",
+    )
+    parser.add_argument(
         "--trace", action="store_true", help="time each restart's requests per API (not for the figures)"
     )
+    parser.add_argument(
+        "--bounce-limit", type=int, help="restart only the fleet's first K members (development, not figures)"
+    )
+    parser.add_argument("--events", help="write every worker event to this file (JSON lines)")
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--bootstrap")
     parser.add_argument("--spec", help="worker: group:topic:instance,instance;group:topic:...")

@@ -714,9 +714,18 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
         for b in report.bounces
     ]
     out = [
-        f"## Fleet: {report.bounces[-1].members} static members, rolling bounce and broker restart",
+        f"## Fleet: {report.bounces[-1].members} static members, rolling bounce and broker restart"
+        + ("" if report.group_protocol == "classic" else " (KIP-848 consumer protocol)"),
         "",
-        "Static members packed in a few worker processes on one broker, auto-commit off; every member in "
+        "Group protocol: "
+        + (
+            "classic (JoinGroup/SyncGroup; a static member's rejoin makes the coordinator write the whole "
+            "group's assignment). "
+            if report.group_protocol == "classic"
+            else "consumer (KIP-848, group.protocol=consumer: ConsumerGroupHeartbeat, the broker assigns and "
+            "writes records per member). "
+        )
+        + "Static members packed in a few worker processes on one broker, auto-commit off; every member in "
         "turn is stopped (no LeaveGroup) and started again with its instance id, the next once the last "
         "has its first record. "
         + (

@@ -41,7 +41,9 @@ Run: .venv/bin/python -m benchmarks.fleet [--members 30] [--processes 3] [--down
 Writes benchmarks/results/fleet_<members>.json, fleet_<members>_consumer.json for KIP-848 (``Report``).
 Development only: ``--bounce-limit K`` restarts only the first K fleet members, ``--trace`` adds each
 restart's requests per API and each member's outage/recovery as its monitor sees it, ``--events FILE``
-keeps every worker event.
+keeps every worker event. ``--oracle K`` (at the end, outside every counted figure) times K static rejoins
+per group from a bare aiokafka client in the quiet parent: the broker's JoinGroup/SyncGroup time at each
+N without our consumer or a loop shared with 100 members around it.
 """
 
 from __future__ import annotations
@@ -252,6 +254,9 @@ async def worker(args: argparse.Namespace) -> None:
             _emit(ev="stopping", m=rest[0], t=time.time())
             await member.stop()
             member.start(restart=True)
+        elif command == "stop":
+            await members[rest[0]].stop()
+            _emit(ev="stopped", m=rest[0], t=time.time())
         elif command == "connects":
             since, until = float(rest[0]), float(rest[1])
             _emit(ev="connects", n=sum(since <= t < until for t in connects), members=len(members))
@@ -427,6 +432,12 @@ class Bounce(msgspec.Struct):
     revoked_from_others: int
     restart_to_first_record: Spread
     restart_to_started: Spread
+    oracle_join_group: Spread | None = None
+    """With ``--oracle``: a static rejoin's JoinGroup in flight, sent by a bare aiokafka client from the
+    quiet parent process for a stopped member (its instance id, its metadata read with DescribeGroups):
+    the broker's time without our consumer or a busy loop around it."""
+    oracle_sync_group: Spread | None = None
+    """With ``--oracle``: that rejoin's SyncGroup in flight (the member's assignment handed back)."""
     requests_per_restart: dict[str, float] = {}
     """With ``--trace``: per API, the median over restarts of its summed seconds in flight during one
     restart (start() to first record), in the restarting member's process (the idle members' fetches and
@@ -586,6 +597,15 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
                 flush=True,
             )
         outage = await _broker_restart(args, kafka, fleet, groups) if not args.no_broker_restart else None
+        if args.oracle:
+            for g, bounce in zip(groups, bounces, strict=True):
+                join, sync = await _oracle(args, fleet, g, args.oracle)
+                bounce.oracle_join_group, bounce.oracle_sync_group = join, sync
+                print(
+                    f"oracle N={len(g.instances)}: JoinGroup {join.median * 1000:.1f} ms, "
+                    f"SyncGroup {sync.median * 1000:.1f} ms",
+                    flush=True,
+                )
         return bounces[0], bounces[1], outage
     finally:
         await _quit(fleet)
@@ -596,6 +616,59 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
                 for e in w.events
             ]
             await asyncio.to_thread(Path(args.events).write_text, "".join(lines))
+
+
+async def _oracle(args: argparse.Namespace, fleet: Fleet, g: _Group, rounds: int) -> tuple[Spread, Spread]:
+    """Static rejoins timed by a bare aiokafka client in this (quiet) process: for ``rounds`` members of
+    ``g`` in turn, stop the member (no LeaveGroup), send its JoinGroup (same instance id, same protocol
+    metadata as DescribeGroups shows for its client id, so no rebalance) and SyncGroup, then start the
+    member again (it takes its instance id back). A round that turned out to be the leader's is left out
+    (a static leader's rejoin below JoinGroup v9 may rebalance)."""
+    from aiokafka import AIOKafkaClient
+    from aiokafka.protocol.admin import DescribeGroupsRequest
+    from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
+
+    client = AIOKafkaClient(bootstrap_servers=args.bootstrap)
+    await client.bootstrap()
+    joins: list[float] = []
+    syncs: list[float] = []
+    try:
+        node = await client.coordinator_lookup(0, g.name)
+        for k in range(rounds):
+            instance = g.instances[(k * 7 + 1) % len(g.instances)]
+            described = (await client.send(node, DescribeGroupsRequest([g.name]))).groups[0]
+            protocol, members = described[4], {m[1]: m[3] for m in described[5]}
+            metadata = members[f"consumer-{g.name}-{instance}"]
+            asked = time.time()
+            await fleet.of[instance].send(f"stop {instance}")
+            await fleet.until(
+                lambda m=instance, a=asked: any(e["m"] == m for e in fleet.events("stopped", a)),
+                30,
+                f"{instance} stopped",
+            )
+            began = time.perf_counter()
+            join = await client.send(
+                node,
+                JoinGroupRequest(
+                    g.name, SESSION_MS, SESSION_MS, "", instance, "consumer", [(protocol, metadata)]
+                ),
+            )
+            joined = time.perf_counter()
+            sync = await client.send(
+                node, SyncGroupRequest(g.name, join.generation_id, join.member_id, instance, [])
+            )
+            synced = time.perf_counter()
+            if join.error_code or sync.error_code:
+                raise RuntimeError(
+                    f"oracle rejoin of {instance}: errors {join.error_code}, {sync.error_code}"
+                )
+            if join.leader_id != join.member_id:
+                joins.append(joined - began)
+                syncs.append(synced - joined)
+            await _restart_one(fleet, instance)
+    finally:
+        await client.close()
+    return spread(joins or [float("nan")]), spread(syncs or [float("nan")])
 
 
 def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: set[str]) -> dict[str, float]:
@@ -773,11 +846,19 @@ def main() -> None:
     parser.add_argument(
         "--bounce-limit", type=int, help="restart only the fleet's first K members (development, not figures)"
     )
+    parser.add_argument(
+        "--oracle",
+        type=int,
+        default=0,
+        help="after all else, time K static rejoins per group from a bare client",
+    )
     parser.add_argument("--events", help="write every worker event to this file (JSON lines)")
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--bootstrap")
     parser.add_argument("--spec", help="worker: group:topic:instance,instance;group:topic:...")
     args = parser.parse_args()
+    if args.oracle and args.group_protocol != "classic":
+        parser.error("--oracle times the classic JoinGroup/SyncGroup: use it with --group-protocol classic")
     asyncio.run(worker(args) if args.worker else parent(args))
 
 

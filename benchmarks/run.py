@@ -751,6 +751,19 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
         f"N={report.bounces[0].members}: {report.ratio_first_record:.2f} (target <= 1.2).",
         "",
     ]
+    oracle = [b for b in report.bounces if b.oracle_join_group is not None]
+    if oracle:
+        out += [
+            "The broker's share, timed by a bare aiokafka client from the quiet parent process (a stopped "
+            "member's static rejoin: its JoinGroup with its own metadata, then SyncGroup): "
+            + "; ".join(
+                f"N={b.members}: JoinGroup {_spread(b.oracle_join_group, ' s')}, SyncGroup "
+                f"{_spread(b.oracle_sync_group, ' s')}"
+                for b in oracle
+            )
+            + ".",
+            "",
+        ]
     o = report.broker_restart
     if o is not None:
         out += [

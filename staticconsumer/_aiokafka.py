@@ -345,20 +345,21 @@ async def topic_partitions(
 def _replicas(cluster: Any, wanted: Iterable[str]) -> dict[str, list[PartitionReplicas]]:
     """Partitions and replica racks of the ``wanted`` topics that ``cluster`` (ClusterMetadata) knows."""
     result: dict[str, list[PartitionReplicas]] = {}
+    racks_of = {broker.nodeId: broker.rack for broker in cluster.brokers() if broker.rack}
+    no_racks: frozenset[str] = frozenset()
     for topic in wanted:
         partitions = cluster.partitions_for_topic(topic)
         if not partitions:
+            continue
+        if not racks_of:  # no broker has a rack (most clusters): nothing to look up per replica
+            result[topic] = [PartitionReplicas(partition, no_racks) for partition in sorted(partitions)]
             continue
         details = cluster._partitions.get(topic, {})
         rows = []
         for partition in sorted(partitions):
             replicas = getattr(details.get(partition), "replicas", ()) or ()
-            racks = {
-                broker.rack
-                for broker in (cluster.broker_metadata(node) for node in replicas)
-                if broker is not None and broker.rack
-            }
-            rows.append(PartitionReplicas(partition, frozenset(racks)))
+            racks = frozenset(racks_of[node] for node in replicas if node in racks_of)
+            rows.append(PartitionReplicas(partition, racks))
         result[topic] = rows
     return result
 
@@ -439,13 +440,9 @@ def adopt_bootstrap(client: Any, metadata: ProbeAnswer) -> bool:
     starts); False, with nothing changed, when the answer names no broker (a cluster that is still
     forming), for which ``bootstrap()`` keeps its connection: call :func:`bootstrap_from` then.
     """
-    from aiokafka.cluster import ClusterMetadata
-
-    answered = ClusterMetadata()
     response = metadata.cluster_metadata()
-    answered.update_metadata(response)
-    if not answered.brokers():
-        return False
+    if not response.brokers:  # what ClusterMetadata.update_metadata ignores; checked without applying it
+        return False  # (applying a 600-partition answer twice cost every start of a fleet member, issue 27)
     client.cluster.update_metadata(response)
     if client._sync_task is None:
         client._sync_task = asyncio.ensure_future(client._md_synchronizer())
@@ -492,6 +489,13 @@ class ProbeAnswer(NamedTuple):
         cluster = ClusterMetadata()
         cluster.update_metadata(self.cluster_metadata())
         return _replicas(cluster, [str(row[1]) for row in self.response.topics])
+
+    def found_topics(self) -> list[str]:
+        """The named topics the answer found, as the keys of :meth:`topic_partitions` but without building
+        their partitions (O(partitions) per start, twice, for a fleet's 600-partition topic: issue 27)."""
+        if not self.named_topics:
+            return []
+        return [str(row[1]) for row in self.response.topics if row[0] == 0]
 
     def cluster_metadata(self) -> Any:
         """The response to bootstrap a client from: without the named topics that came with an error (a
@@ -648,7 +652,7 @@ async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeA
             if not adopt_bootstrap(client, answer):
                 await connect_to_bootstrap()
                 return
-            found = answer.topic_partitions()
+            found = answer.found_topics()
             if found and not client._topics:
                 # The answer named the subscribed topics: the fetcher tracks those it found from the start,
                 # so warming it up (track_topics) does not ask for their metadata a second time.

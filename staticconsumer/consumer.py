@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, _inputs
-from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
+from staticconsumer._partitions import ApplicationPartitions, Partitions, RecordIteration, Records
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
 from staticconsumer.connection.monitor import lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
@@ -65,7 +64,8 @@ CONSTRUCTOR_OPTIONS = ("request_hook", "observers", "telemetry", "api_version_ca
 POLL_TICK = 0.01
 """Seconds between two rounds of the per-poll work (the liveness report, the auto-commit check, the
 record tracer's look for an SDK) while ``getone``/``async for`` hand over buffered records: each is
-cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway."""
+cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway. A loop
+body that never awaits does it once a segment (``ApplicationPartitions.handing_over``)."""
 
 
 class _Changed(asyncio.Event):
@@ -379,7 +379,7 @@ class StaticConsumer:
         if self._stopping:
             return
         self._stopping = True
-        self._partitions.hand_over_until = -math.inf
+        self._partitions.end_tick()
         if self._auto_commit_task is not None:
             with contextlib.suppress(Exception):
                 await self._auto_commit_task
@@ -525,7 +525,7 @@ class StaticConsumer:
         now = time.monotonic()
         # Records already buffered are handed over without this work until the next tick. A fatal
         # error, a revoke or stop() empties the buffers or ends the tick first, so none is missed.
-        self._partitions.hand_over_until = now + POLL_TICK
+        self._partitions.tick(now, POLL_TICK)
         self._maybe_auto_commit(now)
 
     async def _fetch(self, wanted: Partitions, timeout_ms: int, max_records: int | None) -> Records:
@@ -617,9 +617,9 @@ class StaticConsumer:
     def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:
         if self._stopping:  # as aiokafka: a loop that iterates again after stop() must not spin forever
             raise ConsumerStoppedError("the consumer was stopped: iterate a consumer that is running")
-        records = self._records
-        # The tracer's loop object notices the loop being left, so the record's span ends there.
-        return records.loop(self.__anext__, self._partitions.take_one) if records is not None else self
+        # Records at hand come straight from the buffer; the loop object also notices the loop being
+        # left, so the record's span ends there.
+        return RecordIteration(self._partitions, self.__anext__, self._records)
 
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
         record = self._partitions.take_one()  # the per-record fast path (see _poll_started)

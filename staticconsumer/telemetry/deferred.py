@@ -61,37 +61,23 @@ class _LoopTracer(Protocol):
 class RecordLoop(Generic[T]):
     """The iterator of one ``async for`` over the consumer.
 
-    Records come from the consumer's ``__anext__``; the loop object exists so that leaving the loop is
+    Records come from ``anext``; the loop object exists so that leaving the loop is
     noticed: the ``async for`` statement holds the only reference, so when the loop is left by
     ``break``, ``return`` or an exception, CPython drops it at once and ``__del__`` tells the tracer.
     (Other interpreters drop it at their next collection; ``requested()`` and ``close()`` end the
     span in any case.)
     """
 
-    __slots__ = ("_next", "_ready", "_tracer")
+    __slots__ = ("_next", "_tracer")
 
-    def __init__(
-        self,
-        tracer: _LoopTracer,
-        anext: Callable[[], Awaitable[T]],
-        ready: Callable[[], T | None] | None = None,
-    ) -> None:
+    def __init__(self, tracer: _LoopTracer, anext: Callable[[], Awaitable[T]]) -> None:
         self._tracer = tracer
         self._next = anext
-        self._ready = ready
 
     def __aiter__(self) -> RecordLoop[T]:
         return self
 
     async def __anext__(self) -> T:
-        ready = self._ready
-        if ready is not None:
-            found = ready()
-            if found is not None:
-                tracer = self._tracer
-                if tracer.per_record:
-                    tracer.delivered(found)
-                return found
         return await self._next()
 
     def __del__(self) -> None:
@@ -164,10 +150,8 @@ class DeferredRecordTracer:
         if tracer is not None:
             tracer.end(error)
 
-    def loop(
-        self, anext: Callable[[], Awaitable[T]], ready: Callable[[], T | None] | None = None
-    ) -> RecordLoop[T]:
-        return RecordLoop(self, anext, ready)
+    def loop(self, anext: Callable[[], Awaitable[T]]) -> RecordLoop[T]:
+        return RecordLoop(self, anext)
 
     def loop_left(self) -> None:
         tracer = self.tracer

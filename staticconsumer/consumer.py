@@ -508,15 +508,20 @@ class StaticConsumer:
                 if records is not None:
                     records.delivered(record)
                 return record
-            # One record waited for, the rest of what the fetcher holds (a poll's worth at most) taken
-            # at once and held back (no read ahead while buffered, as aiokafka's getone): a seek is
-            # served by one fetch. The awaited fetch takes one record so that aiokafka still holds the
-            # rest and sends no read ahead before ``buffer`` pauses the partitions. Capped: with more
-            # records alive at once than the garbage collector's first threshold (700), every refill
-            # set off collections (a tenth of ``async for``'s CPU with two polls' worth).
-            first = await self._fetch(wanted, 1000, 1)
-            rest = self._fetched_now(wanted, self.settings.max_poll_records or 500)
-            self._partitions.buffer(first)
+            # What the fetcher holds (a poll's worth at most) is taken at once and held back (no read
+            # ahead while buffered, as aiokafka's getone): a seek is served by one fetch. Taken without
+            # suspending when it is there already (nothing can read ahead before ``buffer`` pauses the
+            # partitions: one fetcher call a refill, not two); else one record is waited for, so that
+            # aiokafka still holds the rest and sends no read ahead before the pause, and the rest is
+            # taken after it. Capped: with more records alive at once than the garbage collector's
+            # first threshold (700), every refill set off collections (a tenth of ``async for``'s CPU
+            # with two polls' worth).
+            limit = self.settings.max_poll_records or 500
+            rest = self._fetched_now(wanted, limit) if self._fetcher is not None else {}
+            if not rest:
+                first = await self._fetch(wanted, 1000, 1)
+                rest = self._fetched_now(wanted, limit)
+                self._partitions.buffer(first)
             self._partitions.buffer(rest)
 
     def _poll_started(self) -> None:

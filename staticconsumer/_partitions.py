@@ -206,24 +206,34 @@ class ApplicationPartitions:
 
     def tick(self, now: float, seconds: float) -> None:
         """The consumer did its per-poll work at ``now``: hand buffered records over without it for
-        ``seconds``. One timer on the running loop ends the tick (re-armed when a later tick extends it,
-        not made anew for every poll)."""
+        ``seconds`` (a segment being handed out goes on: its timer ends this tick too)."""
         self.hand_over_until = now + seconds
         self.handing_over = True
-        loop = asyncio.get_running_loop()
+        if self._draining is not None:
+            self._arm_tick_timer()
+
+    def _arm_tick_timer(self) -> None:
+        """A segment is handed out: one timer on the running loop ends the tick meanwhile
+        (re-armed when a later tick extends it, not made anew for every poll; none for a ``getmany``
+        user, who hands out no segment: no wake-up of an idle loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop, no timer: the segment boundaries end the tick
+            return
         if self._tick_timer is None or self._tick_loop is not loop:
             if self._tick_timer is not None:
                 self._tick_timer.cancel()
             self._tick_loop = loop
-            self._tick_timer = loop.call_later(seconds, self._tick_over)
+            self._tick_timer = loop.call_later(max(0.0, self.hand_over_until - _monotonic()), self._tick_over)
 
     def _tick_over(self) -> None:
-        left = self.hand_over_until - _monotonic()
-        if left > 0 and self._tick_loop is not None:  # extended since it was armed
-            self._tick_timer = self._tick_loop.call_later(left, self._tick_over)
-            return
         self._tick_timer = None
-        self.handing_over = False
+        left = self.hand_over_until - _monotonic()
+        if left <= 0:
+            self.handing_over = False
+        elif self._draining is not None and self._tick_loop is not None:  # extended since it was armed
+            self._tick_timer = self._tick_loop.call_later(left, self._tick_over)
+        # else extended but no segment is handed out: the next one arms a timer, or reads the clock
 
     def end_tick(self) -> None:
         """No record is handed over without the per-poll work any more (the consumer stops)."""
@@ -257,6 +267,7 @@ class ApplicationPartitions:
         paused = self._paused
         for tp, held in self._held.items():
             if held.buffer and held.fetching and tp not in paused:
+                self._arm_tick_timer()
                 rows = list(held.buffer)
                 held.buffer.clear()
                 iterator = iter(rows)

@@ -101,14 +101,16 @@ async def test_a_tick_ends_on_its_timer_while_the_loop_body_awaits() -> None:
     async for record in consumer:
         offsets.append(record.offset)
         polls_at.append(membership.polls)
-        if record.offset == 3:
+        if record.offset in (3, 6):
             await asyncio.sleep(POLL_TICK * 3)  # the tick ends meanwhile: the next record polls first
         if record.offset == 9:
             break
     assert offsets == list(range(10)), "every record once, in order"
     assert polls_at[1:4] == [polls_at[0]] * 3, "within the tick, buffered records need no poll"
     assert polls_at[4] == polls_at[3] + 1, "the record after the tick's end came after the per-poll work"
-    assert polls_at[5:] == [polls_at[4]] * 5
+    assert polls_at[5:7] == [polls_at[4]] * 2
+    assert polls_at[7] == polls_at[6] + 1, "a later tick in the same segment ends on its timer too"
+    assert polls_at[8:] == [polls_at[7]] * 2
 
 
 async def test_a_body_that_never_awaits_gets_the_per_poll_work_at_the_next_segment() -> None:
@@ -135,13 +137,33 @@ async def test_a_body_that_never_awaits_gets_the_per_poll_work_at_the_next_segme
             assert polls_at[other] == polls_at[first], "the tick still on: no poll between segments"
 
 
+async def handing_out(partitions: ApplicationPartitions, seconds: float) -> None:
+    """A tick, and a segment of T0 started in it (what arms the tick's timer)."""
+    if not partitions.holds(T0):
+        await partitions.assign(frozenset({T0}), frozenset({T0}), 1, {T0: 0})
+    rows = [ConsumerRecord("t", 0, o, 0, 0, None, b"v", None, 1, 0, []) for o in range(5)]
+    partitions.buffer({T0: rows})
+    partitions.tick(time.monotonic(), seconds)
+    assert partitions.take_one() is not None
+
+
+async def test_a_tick_without_a_segment_arms_no_timer() -> None:
+    """getmany does the per-poll work too: an idle getmany user's loop is not woken by tick timers."""
+    partitions = ApplicationPartitions(None, lambda: None)
+    partitions.tick(time.monotonic(), POLL_TICK)
+    assert partitions._tick_timer is None
+    await handing_out(partitions, POLL_TICK)
+    assert partitions._tick_timer is not None
+
+
 async def test_stop_ends_the_tick_and_its_timer() -> None:
     partitions = ApplicationPartitions(None, lambda: None)
-    partitions.tick(time.monotonic(), 60.0)
+    await handing_out(partitions, 60.0)
     assert partitions.handing_over
     partitions.end_tick()
     assert not partitions.handing_over
     assert partitions._tick_timer is None
+    assert partitions.take_one() is None, "nothing handed over once stopped"
 
 
 def test_a_tick_on_another_event_loop_gets_a_timer_there() -> None:
@@ -149,7 +171,7 @@ def test_a_tick_on_another_event_loop_gets_a_timer_there() -> None:
     partitions = ApplicationPartitions(None, lambda: None)
 
     async def tick_and_wait(wait: float) -> bool:
-        partitions.tick(time.monotonic(), POLL_TICK)
+        await handing_out(partitions, POLL_TICK)
         await asyncio.sleep(wait)
         return partitions.handing_over
 
@@ -159,7 +181,7 @@ def test_a_tick_on_another_event_loop_gets_a_timer_there() -> None:
 
 async def test_a_tick_extended_before_its_end_stays_on_until_the_later_end() -> None:
     partitions = ApplicationPartitions(None, lambda: None)
-    partitions.tick(time.monotonic(), POLL_TICK)
+    await handing_out(partitions, POLL_TICK)
     await asyncio.sleep(POLL_TICK / 2)
     partitions.tick(time.monotonic(), POLL_TICK * 4)  # extended: the first timer re-arms, not ends it
     await asyncio.sleep(POLL_TICK * 1.5)

@@ -6,7 +6,7 @@ what a ``RecordTracer`` without an SDK costs (nothing per record), and at the fi
 consumer was built) it builds the ``RecordTracer`` and hands every call to it, so process spans,
 poll spans, record metrics and the lag gauge start then, as they would have with an eager tracer.
 
-``RecordLoop`` (the ``async for`` iterator) lives here too: it needs nothing from OpenTelemetry, and
+``RecordLoop`` (an ``async for`` iterator that tells the tracer when it is left) lives here too: it needs nothing from OpenTelemetry, and
 the deferred tracer hands it out before any tracer exists.
 """
 
@@ -59,9 +59,10 @@ class _LoopTracer(Protocol):
 
 
 class RecordLoop(Generic[T]):
-    """The iterator of one ``async for`` over the consumer.
+    """The iterator of one ``async for`` over records from ``anext`` (``tracer.loop(anext)``; the
+    consumer's own is ``_partitions.RecordIteration``, which reads its buffer directly).
 
-    Records come from ``anext``; the loop object exists so that leaving the loop is
+    The loop object exists so that leaving the loop is
     noticed: the ``async for`` statement holds the only reference, so when the loop is left by
     ``break``, ``return`` or an exception, CPython drops it at once and ``__del__`` tells the tracer.
     (Other interpreters drop it at their next collection; ``requested()`` and ``close()`` end the

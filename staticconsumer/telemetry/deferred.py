@@ -6,8 +6,8 @@ what a ``RecordTracer`` without an SDK costs (nothing per record), and at the fi
 consumer was built) it builds the ``RecordTracer`` and hands every call to it, so process spans,
 poll spans, record metrics and the lag gauge start then, as they would have with an eager tracer.
 
-``RecordLoop`` (an ``async for`` iterator that tells the tracer when it is left) lives here too: it needs nothing from OpenTelemetry, and
-the deferred tracer hands it out before any tracer exists.
+``RecordLoop`` (an ``async for`` iterator that tells the tracer when it is left) lives here too: it
+needs nothing from OpenTelemetry, and the deferred tracer hands it out before any tracer exists.
 """
 
 from __future__ import annotations

@@ -48,12 +48,14 @@ NOT_AT_IMPORT = (
     "staticconsumer.protocol.metadata",
     "staticconsumer.protocol.admin",
     "staticconsumer.protocol.kafka_json",
+    "staticconsumer._errors_rare",
 )
 """Loaded by the member that runs them, not by ``import staticconsumer`` (issue 26): each protocol's
 membership machine (a restart runs one of the two), and the assignors' code (a consumer creates its
 assignors when it is built; KIP-848's consumer protocol never runs one), and the check that a broker
 speaks KIP-848 (``broker_support``); the wire messages of KIP-848 (``consumer_group``, and ``metadata``,
-which resolves its topic ids), of the admin tools and the JSON form of the golden vectors."""
+which resolves its topic ids), of the admin tools and the JSON form of the golden vectors; the rarer
+error classes (``staticconsumer._errors_rare``: broker codes a start does not raise, analytics errors)."""
 
 KIP_848_ONLY = (
     "staticconsumer.membership.consumer_group",
@@ -119,6 +121,46 @@ def test_a_classic_members_restart_path_loads_nothing_of_kip_848() -> None:
         "staticconsumer.runtime.thread, staticconsumer.membership.classic"
     )
     assert _loaded_after(code, watched=KIP_848_ONLY) == []
+
+
+def test_a_classic_members_restart_path_builds_no_rare_error_class() -> None:
+    """The errors a classic start can raise before its first record are in ``staticconsumer.errors``
+    itself; the loop, the request table and the classic machine name none of the rarer ones."""
+    code = (
+        CONSTRUCT + "\nimport staticconsumer.runtime.loop, staticconsumer.runtime.requests, "
+        "staticconsumer.runtime.thread, staticconsumer.membership.classic"
+    )
+    assert _loaded_after(code, watched=("staticconsumer._errors_rare",)) == []
+
+
+def test_the_rare_errors_are_the_same_public_classes_on_first_use() -> None:
+    """``staticconsumer.errors.X``, ``from staticconsumer.errors import X``, ``error_class_for`` and
+    pickle give the one class, named as in ``staticconsumer.errors``; the list of rare names is whole."""
+    code = (
+        "import pickle, aiokafka.errors as aio, staticconsumer.errors as e\n"
+        "from staticconsumer.errors import UnknownMemberIdError, SparkMasterError, InvalidTopicError\n"
+        "import staticconsumer._errors_rare as rare\n"
+        "defined = {n for n, v in vars(rare).items() if isinstance(v, type) and issubclass(v, Exception)\n"
+        "           and v.__module__ == 'staticconsumer.errors'} - {'BrokerError', 'StaticConsumerError'}\n"
+        "assert defined == set(e._RARE), defined ^ set(e._RARE)\n"
+        "assert e.UnknownMemberIdError is UnknownMemberIdError is rare.UnknownMemberIdError\n"
+        "assert e.error_class_for(25) is UnknownMemberIdError and UnknownMemberIdError.message == "
+        "'UNKNOWN_MEMBER_ID'\n"
+        "assert issubclass(UnknownMemberIdError, aio.UnknownMemberIdError)\n"
+        "assert issubclass(SparkMasterError, e.StaticConsumerError)\n"
+        "assert SparkMasterError.__module__ == e.__name__\n"
+        "error = pickle.loads(pickle.dumps(e.broker_error(25, 'gone')))\n"
+        "assert type(error) is UnknownMemberIdError and str(error) == 'UNKNOWN_MEMBER_ID (25): gone'\n"
+        "assert e.error_class_for(17) is InvalidTopicError\n"
+        "assert e.error_class_for(9999) is e.UnknownServerError\n"
+        "try:\n"
+        "    e.NoSuchError\n"
+        "except AttributeError as error:\n"
+        "    assert 'NoSuchError' in str(error)\n"
+        "else:\n"
+        "    raise AssertionError('a missing name resolved')"
+    )
+    assert _loaded_after(code) == []
 
 
 def test_the_consumer_protocol_check_loads_on_first_use() -> None:

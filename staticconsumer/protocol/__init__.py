@@ -17,7 +17,7 @@ when first read. Code on a consumer's path imports from the submodule or uses
 
 from __future__ import annotations
 
-import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -284,7 +284,9 @@ else:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         if "." not in module:
             module = f"{__name__}.{module}"
-        value = getattr(importlib.import_module(module), name)
+        # __import__, not importlib.import_module: the C import path, which -X importtime reports.
+        __import__(module)
+        value = getattr(sys.modules[module], name)
         globals()[name] = value
         return value
 

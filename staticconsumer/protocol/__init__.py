@@ -292,7 +292,8 @@ else:
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    """What is loaded so far and every public name, loaded or not (for completion and ``help``)."""
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [

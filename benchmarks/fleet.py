@@ -66,7 +66,7 @@ from typing import Any
 import msgspec
 
 from benchmarks.common import Environment, Spread, environment, spread, write_json
-from staticconsumer._bounce_member import API_NAMES
+from staticconsumer.protocol.api_keys import API_NAMES
 from staticconsumer.testing import EmbeddedKafka
 
 NAME = "fleet"

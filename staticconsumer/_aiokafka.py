@@ -45,8 +45,9 @@ from staticconsumer.errors import (
     ProtocolError,
     ResponseTooLargeError,
 )
-from staticconsumer.protocol import APIS_BY_KEY, ApiSpec, Message
+from staticconsumer.protocol._base import Message
 from staticconsumer.protocol._codec import TaggedFields
+from staticconsumer.protocol.api_keys import ApiSpec, api_name, spec_for_key
 from staticconsumer.protocol.headers import (
     RequestHeader,
     decode_response_header,
@@ -57,7 +58,15 @@ R = TypeVar("R", bound=Message)
 
 
 def spec_for(message: Message) -> ApiSpec:
-    return APIS_BY_KEY[type(message).API_KEY]
+    return _spec_of(type(message))
+
+
+def _spec_of(cls: type[Message]) -> ApiSpec:
+    """The API table's entry for a message class; its module is loaded already, being the class's."""
+    spec = spec_for_key(cls.API_KEY)
+    if spec is None:
+        raise LookupError(f"{cls.__name__}: API key {cls.API_KEY} is not in protocol.api_keys")
+    return spec
 
 
 def pick_version(spec: ApiSpec, broker: tuple[int, int] | None, max_version: int | None = None) -> int:
@@ -278,7 +287,7 @@ def negotiated_version(
     versions: dict[int, tuple[int, int]], cls: type[Message], max_version: int | None = None
 ) -> int:
     """The version :class:`ProtocolRequest` would use for ``cls`` given a broker's ranges."""
-    spec = APIS_BY_KEY[cls.API_KEY]
+    spec = _spec_of(cls)
     return pick_version(spec, versions.get(spec.key), max_version)
 
 
@@ -876,16 +885,6 @@ MAX_FRAME_BYTES: Final = 2_147_483_647
 
 RESPONSE_LIMIT_SETTING: Final = "receive.message.max.bytes (KAFKA_RECEIVE_MESSAGE_MAX_BYTES)"
 
-_API_NAMES: Final = {
-    0: "Produce",
-    1: "Fetch",
-    2: "ListOffsets",
-    3: "Metadata",
-    17: "SaslHandshake",
-    18: "ApiVersions",
-    36: "SaslAuthenticate",
-}
-
 _response_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "staticconsumer_response_limit", default=None
 )
@@ -902,8 +901,7 @@ def _api_name(request_struct: Any) -> str | None:
     key = getattr(request_struct, "API_KEY", None)
     if key is None:
         return None
-    spec = APIS_BY_KEY.get(key)
-    return spec.name if spec is not None else _API_NAMES.get(key, f"api key {key}")
+    return api_name(key)
 
 
 async def _read_bounded(self_ref: Any, limit: int) -> None:

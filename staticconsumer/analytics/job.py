@@ -1079,13 +1079,12 @@ def build(
     windows_table = materialize(
         summary(placement, gens, events, handed, options, session_table, leader_table), CACHE
     )
-    malformed_counts = malformed_lines(scanned).groupBy("file", "problem").agg(
+    lines = malformed_lines(scanned)
+    if not malformed:
+        lines = lines.limit(0)
+    malformed_counts = lines.groupBy("file", "problem").agg(
         F.count("*").alias("lines"), F.min("line").alias("example")
     )
-    if not malformed:
-        # An empty frame of the same schema: no Spark job to write it (a limit(0) of the scan ran
-        # ten, one per partition it tried).
-        malformed_counts = scanned.sparkSession.createDataFrame([], malformed_counts.schema)
     return Tables(
         windows=windows_table,
         generations=gens,

@@ -886,29 +886,76 @@ def _contribution(frame: DataFrame, ts: str, **values: Column) -> DataFrame:
     )
 
 
+def _handover_rows(handed: DataFrame, options: Options) -> DataFrame:
+    """Every gap, overlap and move of ``handed`` as one row (kind, ``_ts``, seconds), in one read.
+
+    The same conditions as :func:`handovers` (the tables), but the summary reads the intervals once
+    instead of once per kind, and places all three in their windows with one join.
+    """
+    overlap_end = F.least(F.col("prev_end_ts"), F.col("effective_end_ts"))
+    is_gap = F.col("gap") > 0
+    is_overlap = (F.col("gap") < -options.skew_tolerance_seconds) & (
+        overlap_end - F.col("start_ts") > options.skew_tolerance_seconds
+    )
+    is_move = F.col("prev_owner_in_order").isNotNull() & (F.col("prev_owner_in_order") != F.col("owner"))
+
+    def kind(condition: Column, code: int, ts: Column, seconds: Column) -> Column:
+        return F.when(
+            condition,
+            F.struct(F.lit(code).alias("kind"), ts.alias("ts"), seconds.cast("double").alias("seconds")),
+        )
+
+    found = F.array(
+        kind(is_gap, _GAP, F.col("prev_end_ts"), F.col("gap")),
+        kind(is_overlap, _OVERLAP, F.col("start_ts"), overlap_end - F.col("start_ts")),
+        kind(is_move, _MOVE, F.col("start_ts"), F.lit(None)),
+    )
+    rows = (
+        handed.where(is_gap | is_overlap | is_move)
+        .select("_pkey", "group", "topic", "partition", F.explode(found).alias("_h"))
+        .where(F.col("_h").isNotNull())
+    )
+    return rows.select(
+        "_pkey",
+        "group",
+        "topic",
+        "partition",
+        F.col("_h.kind").alias("_kind"),
+        F.col("_h.ts").alias("_ts"),
+        F.col("_h.seconds").alias("_seconds"),
+    )
+
+
+_GAP, _OVERLAP, _MOVE = 0, 1, 2
+
+
 def summary(
     placement: Placement,
     gens: DataFrame,
     events: DataFrame,
-    gaps: DataFrame,
-    overlaps: DataFrame,
-    moves: DataFrame,
+    handed: DataFrame,
+    options: Options,
     session_table: DataFrame,
     leader_table: DataFrame,
 ) -> DataFrame:
     """One row per (group, window): every source's rows placed in windows by one join, one aggregation."""
     one = F.lit(1)
-    # Gaps are many (one per partition and handover): reduce them per partition first, where they
-    # already are (partitioned by the partition's hash, group, topic, partition), then only one row
-    # per partition moves.
+    # Gaps, overlaps and moves are many (one per partition and handover): one read of the intervals,
+    # reduced per partition first, where they already are (partitioned by the partition's hash,
+    # group, topic, partition), so only one row per partition and window moves.
+    kind, seconds = F.col("_kind"), F.col("_seconds")
+    gap_count = F.count_if(kind == _GAP)
     per_partition = (
-        in_window(gaps, placement, "gap_start_ts")
+        in_window(_handover_rows(handed, options), placement, "_ts")
         .groupBy("_pkey", "group", "window", "topic", "partition")
         .agg(
-            F.count("*").alias("unowned_gaps"),
-            F.sum("seconds").alias("unowned_partition_seconds"),
-            F.max("seconds").alias("longest_unowned_seconds"),
-            F.min("gap_start_ts").alias("_ts"),
+            gap_count.alias("unowned_gaps"),
+            F.sum(F.when(kind == _GAP, seconds)).alias("unowned_partition_seconds"),
+            F.max(F.when(kind == _GAP, seconds)).alias("longest_unowned_seconds"),
+            F.when(gap_count > 0, one).otherwise(0).alias("partitions_unowned"),
+            F.count_if(kind == _OVERLAP).alias("double_owned"),
+            F.sum(F.when(kind == _OVERLAP, seconds)).alias("double_owned_seconds"),
+            F.count_if(kind == _MOVE).alias("moved_partitions"),
         )
     )
     released = events.where(F.col("type").isin(*RELEASES))
@@ -932,8 +979,6 @@ def summary(
             ).otherwise(0),
             lost_partitions=F.when(F.col("type") == "lost", F.col("n")).otherwise(0),
         ),
-        _contribution(overlaps, "overlap_start_ts", double_owned=one, double_owned_seconds=F.col("seconds")),
-        _contribution(moves, "ts", moved_partitions=one),
         _contribution(
             session_table,
             "start_ts",
@@ -960,10 +1005,7 @@ def summary(
     for part in parts[1:]:
         rows = rows.unionByName(part, allowMissingColumns=True)
     placed = in_window(rows, placement, "_ts").drop("_ts")
-    placed = placed.unionByName(
-        per_partition.drop("_pkey", "topic", "partition", "_ts").withColumn("partitions_unowned", one),
-        allowMissingColumns=True,
-    )
+    placed = placed.unionByName(per_partition.drop("_pkey", "topic", "partition"), allowMissingColumns=True)
     totals = placed.groupBy("group", "window").agg(
         *(F.sum(name).alias(name) for name in _SUMMED if name != "rebalance_seconds"),
         F.sum("rebalance_seconds").alias("rebalance_seconds"),
@@ -1035,7 +1077,7 @@ def build(
         "session_last_ts",
     )
     windows_table = materialize(
-        summary(placement, gens, events, gaps, overlaps, moves, session_table, leader_table), CACHE
+        summary(placement, gens, events, handed, options, session_table, leader_table), CACHE
     )
     lines = malformed_lines(scanned)
     if not malformed:

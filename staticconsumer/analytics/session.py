@@ -34,6 +34,10 @@ ADAPTIVE = {
     # only add their statistics pass over every value (a twelfth of the job's CPU at full size).
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.ui.showConsoleProgress": "false",
+    # The materialized frames (job.materialize) are blocks of rows serialized with this: Kryo writes
+    # an UnsafeRow as its bytes, where Java serialization wraps each row as an object (twice the bytes
+    # on local disk, and their CPU, read back once per table).
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
 }
 
 BYTES_PER_SHUFFLE_PARTITION = 32 * 1024 * 1024

@@ -39,7 +39,12 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
 
 
 async def bootstrap_answered(
-    client: Any, settings: Settings, *, timeout_ms: int | None = None, topics: Collection[str] = ()
+    client: Any,
+    settings: Settings,
+    *,
+    timeout_ms: int | None = None,
+    topics: Collection[str] = (),
+    group_id: str | None = None,
 ) -> tuple[str, _aiokafka.ProbeAnswer | None]:
     """Bootstrap ``client`` (an ``AIOKafkaClient`` built from ``settings.aiokafka_client_kwargs()``) and
     return the ``host:port`` that answered, with its probe's answer (another client of the same
@@ -55,7 +60,10 @@ async def bootstrap_answered(
     start opens one bootstrap connection, not two. ``topics`` are named in the probes' Metadata request,
     so the answer also says whether each exists and may be described
     (:meth:`~staticconsumer._aiokafka.ProbeAnswer.topic_errors`): the access check then asks nothing
-    more about them, one round trip fewer before the join.
+    more about them, one round trip fewer before the join. ``group_id``: each probe also asks for the
+    group's coordinator, right behind its Metadata request on the same connection
+    (:attr:`~staticconsumer._aiokafka.ProbeAnswer.coordinator`), so a starting consumer opens no
+    connection and waits for no round trip of its own to learn it.
     """
     limit_ms = (
         settings.request_timeout_ms if timeout_ms is None else min(timeout_ms, settings.request_timeout_ms)
@@ -67,7 +75,9 @@ async def bootstrap_answered(
     client_kwargs = settings.aiokafka_client_kwargs()
     named = sorted(set(topics))
     probes = {
-        asyncio.create_task(_probe(host, port, settings, client_kwargs, deadline, limit_ms, named)): (
+        asyncio.create_task(
+            _probe(host, port, settings, client_kwargs, deadline, limit_ms, named, group_id)
+        ): (
             host,
             port,
         )
@@ -127,6 +137,7 @@ async def _probe(
     deadline: float,
     limit_ms: int,
     topics: list[str],
+    group_id: str | None = None,
 ) -> ConnectionAttempt | _aiokafka.ProbeAnswer:
     """Its metadata when this server answered as a Kafka broker should; else what went wrong there."""
     address = f"{host}:{port}"
@@ -161,7 +172,12 @@ async def _probe(
     try:
         async with asyncio.timeout_at(deadline):
             outcome = await _aiokafka.probe_broker(
-                host, port, request_timeout_ms=remaining_ms, client_kwargs=client_kwargs, topics=topics
+                host,
+                port,
+                request_timeout_ms=remaining_ms,
+                client_kwargs=client_kwargs,
+                topics=topics,
+                group_id=group_id,
             )
     except TimeoutError:
         outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")

@@ -108,9 +108,13 @@ APPLICATION_WATCH_SECONDS = 5.0
 each check wakes an idle member's thread (an orphan then stops within seconds, well within a session)."""
 
 
-async def check_static_membership_supported(client: Any) -> None:
-    """Refuse a broker too old to carry instance ids, rather than join silently as a dynamic member."""
-    versions = await _aiokafka.broker_versions(client, _aiokafka.any_node(client), coordination=False)
+async def check_static_membership_supported(
+    client: Any, versions: Mapping[int, tuple[int, int]] | None = None
+) -> None:
+    """Refuse a broker too old to carry instance ids, rather than join silently as a dynamic member.
+    ``versions``: what a broker advertised already (the bootstrap probe's connection), else asked."""
+    if versions is None:
+        versions = await _aiokafka.broker_versions(client, _aiokafka.any_node(client), coordination=False)
     for message, needed in MIN_VERSIONS_FOR_STATIC.items():
         offered = versions.get(message.API_KEY)
         if offered is None or offered[1] < needed:
@@ -151,6 +155,12 @@ def _resolve(future: concurrent.futures.Future[Any], value: Any) -> None:
 def _fail(future: concurrent.futures.Future[Any], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
+
+
+def _probed_coordinator(answer: _aiokafka.ProbeAnswer | None) -> FindCoordinatorResponse | None:
+    """The group's coordinator as the bootstrap probe read it, if it did."""
+    found = answer.coordinator if answer is not None else None
+    return found if isinstance(found, FindCoordinatorResponse) else None
 
 
 def _explain_session_timeout(error: InvalidSessionTimeoutError, settings: Settings) -> Exception:
@@ -591,7 +601,7 @@ class MembershipThread:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
                 named = self._subscription.named
                 self.bootstrapped_from, answer = await connection.bootstrap_answered(
-                    client, settings, topics=named
+                    client, settings, topics=named, group_id=settings.group_id
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
                 if settings.group_protocol == "consumer":
@@ -602,7 +612,9 @@ class MembershipThread:
 
                     await ensure_consumer_protocol(client, _aiokafka.any_node(client))
                 elif settings.group_instance_id is not None:
-                    await check_static_membership_supported(client)
+                    await check_static_membership_supported(
+                        client, answer.versions if answer is not None else None
+                    )
                 watch = self._topic_watch = TopicWatch(
                     client=client,
                     settings=settings,
@@ -617,7 +629,14 @@ class MembershipThread:
                     topic_codes=answer.topic_errors() if answer is not None else None,
                     # the classic JoinGroup's own refusal is explained alike: no DescribeGroups first
                     describe_group=settings.group_protocol == "consumer",
+                    coordinator_answer=_probed_coordinator(answer),
                 )
+                if access.coordinator is not None:
+                    # The join's connection (TCP, ApiVersions) opens while the machine starts and the
+                    # revoke callback crosses to the application's loop, not after them.
+                    tasks.append(
+                        asyncio.ensure_future(_aiokafka.open_early(client, access.coordinator.node_id))
+                    )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
                 from .loop import MembershipLoop  # loaded on the membership thread, not at import
 

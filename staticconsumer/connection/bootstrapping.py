@@ -139,7 +139,39 @@ async def _probe(
     topics: list[str],
     group_id: str | None = None,
 ) -> ConnectionAttempt | _aiokafka.ProbeAnswer:
-    """Its metadata when this server answered as a Kafka broker should; else what went wrong there."""
+    """Its metadata when this server answered as a Kafka broker should; else what went wrong there.
+
+    A bare TCP connection is tried beside the Kafka one, not before it: it tells why the server could
+    not be reached (unresolvable, refused, no TCP within the limit) when the probe fails, and costs a
+    probe that answers no round trip of its own."""
+    address = f"{host}:{port}"
+    reach = asyncio.ensure_future(_reach(host, port, deadline, limit_ms))
+    try:
+        remaining_ms = max(int((deadline - asyncio.get_running_loop().time()) * 1000), 1)
+        try:
+            async with asyncio.timeout_at(deadline):
+                outcome = await _aiokafka.probe_broker(
+                    host,
+                    port,
+                    request_timeout_ms=remaining_ms,
+                    client_kwargs=client_kwargs,
+                    topics=topics,
+                    group_id=group_id,
+                )
+        except TimeoutError:
+            outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")
+        if isinstance(outcome, _aiokafka.ProbeAnswer):
+            return outcome
+        unreachable = await reach
+    finally:
+        reach.cancel()  # nothing once done; else the bare connection is not needed any more
+    if unreachable is not None:
+        return unreachable
+    return _attempt(address, outcome, settings, limit_ms)
+
+
+async def _reach(host: str, port: int, deadline: float, limit_ms: int) -> ConnectionAttempt | None:
+    """Why a bare TCP connection to ``host:port`` cannot be made by ``deadline``; None when it can."""
     address = f"{host}:{port}"
     try:
         async with asyncio.timeout_at(deadline):
@@ -168,22 +200,7 @@ async def _probe(
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()
-    remaining_ms = max(int((deadline - asyncio.get_running_loop().time()) * 1000), 1)
-    try:
-        async with asyncio.timeout_at(deadline):
-            outcome = await _aiokafka.probe_broker(
-                host,
-                port,
-                request_timeout_ms=remaining_ms,
-                client_kwargs=client_kwargs,
-                topics=topics,
-                group_id=group_id,
-            )
-    except TimeoutError:
-        outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")
-    if isinstance(outcome, _aiokafka.ProbeAnswer):
-        return outcome
-    return _attempt(address, outcome, settings, limit_ms)
+    return None
 
 
 def _attempt(

@@ -32,8 +32,18 @@ median of the fleet within 1.2x of the small group's; attempts <= 2 per second p
 after 5 s, every member back within 2 s of the return, nothing lost. The machine's load is recorded
 (``environment``).
 
-Run: .venv/bin/python -m benchmarks.fleet [--members 30] [--processes 3] [--down 20]
-Writes benchmarks/results/fleet_<members>.json (schema: ``Report``).
+With ``--group-protocol consumer`` both groups use KIP-848's protocol (ConsumerGroupHeartbeat; the broker
+assigns and writes records per member), where the classic protocol's static rejoin makes the coordinator
+write the whole group's assignment: the same bounce under both tells the broker's share of the growth
+with N from ours.
+
+Run: .venv/bin/python -m benchmarks.fleet [--members 30] [--processes 3] [--down 20] [--group-protocol P]
+Writes benchmarks/results/fleet_<members>.json, fleet_<members>_consumer.json for KIP-848 (``Report``).
+Development only: ``--bounce-limit K`` restarts only the first K fleet members, ``--trace`` adds each
+restart's requests per API and each member's outage/recovery as its monitor sees it, ``--events FILE``
+keeps every worker event. ``--oracle K`` (at the end, outside every counted figure) times K static rejoins
+per group from a bare aiokafka client in the quiet parent: the broker's JoinGroup/SyncGroup time at each
+N without our consumer or a loop shared with 100 members around it.
 """
 
 from __future__ import annotations
@@ -50,12 +60,13 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from benchmarks.common import Environment, Spread, environment, spread, write_json
-from staticconsumer._bounce_member import API_NAMES
+from staticconsumer.protocol.api_keys import API_NAMES
 from staticconsumer.testing import EmbeddedKafka
 
 NAME = "fleet"
@@ -122,6 +133,12 @@ class _Member:
     def start(self, restart: bool) -> None:
         self.stopping = False
         self.task = asyncio.create_task(self.run(restart))
+        self.task.add_done_callback(self._failed)
+
+    def _failed(self, task: asyncio.Task[None]) -> None:
+        """A member that cannot start says why (stderr) instead of the run waiting for it in silence."""
+        if not task.cancelled() and task.exception() is not None:
+            logging.error("member %s failed", self.instance, exc_info=task.exception())
 
     async def stop(self) -> None:
         self.stopping = True
@@ -145,20 +162,25 @@ class _Member:
             def on_partitions_lost(self, lost: Any) -> None:
                 _emit(ev="lost", m=instance, n=len(lost), t=time.time())
 
+        # KIP-848: the broker's group.consumer.session.timeout.ms (45 s) and heartbeat interval apply
+        classic = self.args.group_protocol == "classic"
+        timeouts = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 3000} if classic else {}
         began = time.time()
         consumer = StaticConsumer(
             self.topic,
             bootstrap_servers=self.args.bootstrap,
             group_id=group,
             group_instance_id=instance,
-            session_timeout_ms=SESSION_MS,
-            heartbeat_interval_ms=3000,
+            **timeouts,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             listener=Listener(),
+            group_protocol=self.args.group_protocol,
         )
         await consumer.start()
         _emit(ev="started", m=instance, restart=restart, t=time.time(), since=time.time() - began)
+        if self.args.trace:
+            _trace_monitor(consumer, instance)
         first, state = True, ""
         try:
             while not self.stopping:
@@ -178,6 +200,35 @@ class _Member:
                         _emit(ev="keys", m=instance, keys=keys, t=time.time())
         finally:
             await consumer.stop()
+
+
+def _trace_monitor(consumer: Any, instance: str) -> None:
+    """``--trace``: this member's outage opening and ending as its connection monitor sees them, and each
+    answer that could end one (``answered``: the node, when its request was sent), with wall times."""
+    from staticconsumer import _aiokafka
+
+    monitor = consumer._monitor
+    failed, recovered, answered = monitor.failed, monitor.recovered, monitor.answered
+    offset = time.time() - time.monotonic()
+
+    def on_failed(node_id: int, address: str, cause: str, *, attempt: bool = False) -> None:
+        if not monitor.outages:
+            _emit(ev="outage", m=instance, cause=cause, t=time.time())
+        failed(node_id, address, cause, attempt=attempt)
+
+    def on_recovered(address: str) -> None:
+        if monitor.outages:
+            _emit(ev="recovered", m=instance, t=time.time())
+        recovered(address)
+
+    def on_answered(node_id: int, sent_at: float) -> None:
+        if monitor.outages:
+            _emit(ev="answered", m=instance, sent=sent_at + offset, t=time.time())
+        answered(node_id, sent_at)
+
+    monitor.failed, monitor.recovered, monitor.answered = on_failed, on_recovered, on_answered
+    for client in list(monitor._clients):
+        _aiokafka.report_answers(client, monitor.answered)
 
 
 async def worker(args: argparse.Namespace) -> None:
@@ -203,6 +254,9 @@ async def worker(args: argparse.Namespace) -> None:
             _emit(ev="stopping", m=rest[0], t=time.time())
             await member.stop()
             member.start(restart=True)
+        elif command == "stop":
+            await members[rest[0]].stop()
+            _emit(ev="stopped", m=rest[0], t=time.time())
         elif command == "connects":
             since, until = float(rest[0]), float(rest[1])
             _emit(ev="connects", n=sum(since <= t < until for t in connects), members=len(members))
@@ -279,6 +333,8 @@ async def _spawn(args: argparse.Namespace, groups: list[_Group], processes: int)
             "--spec",
             spec,
             *(["--trace"] if args.trace else []),
+            "--group-protocol",
+            args.group_protocol,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -376,6 +432,12 @@ class Bounce(msgspec.Struct):
     revoked_from_others: int
     restart_to_first_record: Spread
     restart_to_started: Spread
+    oracle_join_group: Spread | None = None
+    """With ``--oracle``: a static rejoin's JoinGroup in flight, sent by a bare aiokafka client from the
+    quiet parent process for a stopped member (its instance id, its metadata read with DescribeGroups):
+    the broker's time without our consumer or a busy loop around it."""
+    oracle_sync_group: Spread | None = None
+    """With ``--oracle``: that rejoin's SyncGroup in flight (the member's assignment handed back)."""
     requests_per_restart: dict[str, float] = {}
     """With ``--trace``: per API, the median over restarts of its summed seconds in flight during one
     restart (start() to first record), in the restarting member's process (the idle members' fetches and
@@ -421,6 +483,9 @@ class Report(msgspec.Struct):
     ratio_first_record: float
     """Restart-to-first-record median of the fleet over the small group's."""
     targets: dict[str, bool]
+    group_protocol: str = "classic"
+    """``classic`` (JoinGroup/SyncGroup: on a static member's rejoin the coordinator writes the whole
+    group's assignment) or ``consumer`` (KIP-848, ConsumerGroupHeartbeat: records per member)."""
     comparison: str = "separate runs"
     """How the two sizes were compared: ``same processes, interleaved`` (each small member shares a worker
     and its loop with a share of the fleet, its restarts between the fleet's), or ``separate runs`` (before:
@@ -494,7 +559,8 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
             flush=True,
         )
         windows: dict[str, list[tuple[float, float]]] = {}
-        for instance in _schedule(large.instances, small.instances, args.small_restarts):
+        bounced = large.instances[: args.bounce_limit] if args.bounce_limit is not None else large.instances
+        for instance in _schedule(bounced, small.instances, args.small_restarts):
             windows.setdefault(instance, []).append(await _restart_one(fleet, instance))
         await asyncio.sleep(3)
         new_generations = _generations_after(fleet, settled) - generations
@@ -531,9 +597,78 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
                 flush=True,
             )
         outage = await _broker_restart(args, kafka, fleet, groups) if not args.no_broker_restart else None
+        if args.oracle:
+            for g, bounce in zip(groups, bounces, strict=True):
+                join, sync = await _oracle(args, fleet, g, args.oracle)
+                bounce.oracle_join_group, bounce.oracle_sync_group = join, sync
+                print(
+                    f"oracle N={len(g.instances)}: JoinGroup {join.median * 1000:.1f} ms, "
+                    f"SyncGroup {sync.median * 1000:.1f} ms",
+                    flush=True,
+                )
         return bounces[0], bounces[1], outage
     finally:
         await _quit(fleet)
+        if args.events:
+            lines = [
+                json.dumps({**e, "w": index}) + "\n"
+                for index, w in enumerate(fleet.workers)
+                for e in w.events
+            ]
+            await asyncio.to_thread(Path(args.events).write_text, "".join(lines))
+
+
+async def _oracle(args: argparse.Namespace, fleet: Fleet, g: _Group, rounds: int) -> tuple[Spread, Spread]:
+    """Static rejoins timed by a bare aiokafka client in this (quiet) process: for ``rounds`` members of
+    ``g`` in turn, stop the member (no LeaveGroup), send its JoinGroup (same instance id, same protocol
+    metadata as DescribeGroups shows for its client id, so no rebalance) and SyncGroup, then start the
+    member again (it takes its instance id back). A round that turned out to be the leader's is left out
+    (a static leader's rejoin below JoinGroup v9 may rebalance)."""
+    from aiokafka import AIOKafkaClient
+    from aiokafka.protocol.admin import DescribeGroupsRequest
+    from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
+
+    client = AIOKafkaClient(bootstrap_servers=args.bootstrap)
+    await client.bootstrap()
+    joins: list[float] = []
+    syncs: list[float] = []
+    try:
+        node = await client.coordinator_lookup(0, g.name)
+        for k in range(rounds):
+            instance = g.instances[(k * 7 + 1) % len(g.instances)]
+            described = (await client.send(node, DescribeGroupsRequest([g.name]))).groups[0]
+            protocol, members = described[4], {m[1]: m[3] for m in described[5]}
+            metadata = members[f"consumer-{g.name}-{instance}"]
+            asked = time.time()
+            await fleet.of[instance].send(f"stop {instance}")
+            await fleet.until(
+                lambda m=instance, a=asked: any(e["m"] == m for e in fleet.events("stopped", a)),
+                30,
+                f"{instance} stopped",
+            )
+            began = time.perf_counter()
+            join = await client.send(
+                node,
+                JoinGroupRequest(
+                    g.name, SESSION_MS, SESSION_MS, "", instance, "consumer", [(protocol, metadata)]
+                ),
+            )
+            joined = time.perf_counter()
+            sync = await client.send(
+                node, SyncGroupRequest(g.name, join.generation_id, join.member_id, instance, [])
+            )
+            synced = time.perf_counter()
+            if join.error_code or sync.error_code:
+                raise RuntimeError(
+                    f"oracle rejoin of {instance}: errors {join.error_code}, {sync.error_code}"
+                )
+            if join.leader_id != join.member_id:
+                joins.append(joined - began)
+                syncs.append(synced - joined)
+            await _restart_one(fleet, instance)
+    finally:
+        await client.close()
+    return spread(joins or [float("nan")]), spread(syncs or [float("nan")])
 
 
 def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: set[str]) -> dict[str, float]:
@@ -677,9 +812,17 @@ async def parent(args: argparse.Namespace) -> None:
         targets["every_member_back_within_2s"] = outage.members_back_within_2s == outage.members
         targets["nothing_lost"] = outage.lost == 0
     report = Report(
-        NAME, env, [small, large], outage, ratio, targets, comparison="same processes, interleaved"
+        NAME,
+        env,
+        [small, large],
+        outage,
+        ratio,
+        targets,
+        group_protocol=args.group_protocol,
+        comparison="same processes, interleaved",
     )
-    path = write_json(report, f"{NAME}_{args.members}")
+    suffix = "" if args.group_protocol == "classic" else f"_{args.group_protocol}"
+    path = write_json(report, f"{NAME}_{args.members}{suffix}")
     print(f"ratio {ratio:.2f}; targets {targets}: {path}")
 
 
@@ -692,12 +835,30 @@ def main() -> None:
     parser.add_argument("--down", type=float, default=20.0)
     parser.add_argument("--no-broker-restart", action="store_true")
     parser.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="consumer: KIP-848 (results in fleet_<members>_consumer.json)",
+    )
+    parser.add_argument(
         "--trace", action="store_true", help="time each restart's requests per API (not for the figures)"
     )
+    parser.add_argument(
+        "--bounce-limit", type=int, help="restart only the fleet's first K members (development, not figures)"
+    )
+    parser.add_argument(
+        "--oracle",
+        type=int,
+        default=0,
+        help="after all else, time K static rejoins per group from a bare client",
+    )
+    parser.add_argument("--events", help="write every worker event to this file (JSON lines)")
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--bootstrap")
     parser.add_argument("--spec", help="worker: group:topic:instance,instance;group:topic:...")
     args = parser.parse_args()
+    if args.oracle and args.group_protocol != "classic":
+        parser.error("--oracle times the classic JoinGroup/SyncGroup: use it with --group-protocol classic")
     asyncio.run(worker(args) if args.worker else parent(args))
 
 

@@ -714,9 +714,18 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
         for b in report.bounces
     ]
     out = [
-        f"## Fleet: {report.bounces[-1].members} static members, rolling bounce and broker restart",
+        f"## Fleet: {report.bounces[-1].members} static members, rolling bounce and broker restart"
+        + ("" if report.group_protocol == "classic" else " (KIP-848 consumer protocol)"),
         "",
-        "Static members packed in a few worker processes on one broker, auto-commit off; every member in "
+        "Group protocol: "
+        + (
+            "classic (JoinGroup/SyncGroup; a static member's rejoin makes the coordinator write the whole "
+            "group's assignment). "
+            if report.group_protocol == "classic"
+            else "consumer (KIP-848, group.protocol=consumer: ConsumerGroupHeartbeat, the broker assigns and "
+            "writes records per member). "
+        )
+        + "Static members packed in a few worker processes on one broker, auto-commit off; every member in "
         "turn is stopped (no LeaveGroup) and started again with its instance id, the next once the last "
         "has its first record. "
         + (
@@ -742,6 +751,19 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
         f"N={report.bounces[0].members}: {report.ratio_first_record:.2f} (target <= 1.2).",
         "",
     ]
+    oracle = [b for b in report.bounces if b.oracle_join_group is not None]
+    if oracle:
+        out += [
+            "The broker's share, timed by a bare aiokafka client from the quiet parent process (a stopped "
+            "member's static rejoin: its JoinGroup with its own metadata, then SyncGroup): "
+            + "; ".join(
+                f"N={b.members}: JoinGroup {_spread(b.oracle_join_group, ' s')}, SyncGroup "
+                f"{_spread(b.oracle_sync_group, ' s')}"
+                for b in oracle
+            )
+            + ".",
+            "",
+        ]
     o = report.broker_restart
     if o is not None:
         out += [

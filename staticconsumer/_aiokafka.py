@@ -33,7 +33,7 @@ import re
 import struct
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
@@ -45,8 +45,9 @@ from staticconsumer.errors import (
     ProtocolError,
     ResponseTooLargeError,
 )
-from staticconsumer.protocol import APIS_BY_KEY, ApiSpec, Message
+from staticconsumer.protocol._base import Message
 from staticconsumer.protocol._codec import TaggedFields
+from staticconsumer.protocol.api_keys import ApiSpec, api_name, spec_for_key
 from staticconsumer.protocol.headers import (
     RequestHeader,
     decode_response_header,
@@ -57,7 +58,15 @@ R = TypeVar("R", bound=Message)
 
 
 def spec_for(message: Message) -> ApiSpec:
-    return APIS_BY_KEY[type(message).API_KEY]
+    return _spec_of(type(message))
+
+
+def _spec_of(cls: type[Message]) -> ApiSpec:
+    """The API table's entry for a message class; its module is loaded already, being the class's."""
+    spec = spec_for_key(cls.API_KEY)
+    if spec is None:
+        raise LookupError(f"{cls.__name__}: API key {cls.API_KEY} is not in protocol.api_keys")
+    return spec
 
 
 def pick_version(spec: ApiSpec, broker: tuple[int, int] | None, max_version: int | None = None) -> int:
@@ -278,7 +287,7 @@ def negotiated_version(
     versions: dict[int, tuple[int, int]], cls: type[Message], max_version: int | None = None
 ) -> int:
     """The version :class:`ProtocolRequest` would use for ``cls`` given a broker's ranges."""
-    spec = APIS_BY_KEY[cls.API_KEY]
+    spec = _spec_of(cls)
     return pick_version(spec, versions.get(spec.key), max_version)
 
 
@@ -345,20 +354,21 @@ async def topic_partitions(
 def _replicas(cluster: Any, wanted: Iterable[str]) -> dict[str, list[PartitionReplicas]]:
     """Partitions and replica racks of the ``wanted`` topics that ``cluster`` (ClusterMetadata) knows."""
     result: dict[str, list[PartitionReplicas]] = {}
+    racks_of = {broker.nodeId: broker.rack for broker in cluster.brokers() if broker.rack}
+    no_racks: frozenset[str] = frozenset()
     for topic in wanted:
         partitions = cluster.partitions_for_topic(topic)
         if not partitions:
+            continue
+        if not racks_of:  # no broker has a rack (most clusters): nothing to look up per replica
+            result[topic] = [PartitionReplicas(partition, no_racks) for partition in sorted(partitions)]
             continue
         details = cluster._partitions.get(topic, {})
         rows = []
         for partition in sorted(partitions):
             replicas = getattr(details.get(partition), "replicas", ()) or ()
-            racks = {
-                broker.rack
-                for broker in (cluster.broker_metadata(node) for node in replicas)
-                if broker is not None and broker.rack
-            }
-            rows.append(PartitionReplicas(partition, frozenset(racks)))
+            racks = frozenset(racks_of[node] for node in replicas if node in racks_of)
+            rows.append(PartitionReplicas(partition, racks))
         result[topic] = rows
     return result
 
@@ -439,13 +449,9 @@ def adopt_bootstrap(client: Any, metadata: ProbeAnswer) -> bool:
     starts); False, with nothing changed, when the answer names no broker (a cluster that is still
     forming), for which ``bootstrap()`` keeps its connection: call :func:`bootstrap_from` then.
     """
-    from aiokafka.cluster import ClusterMetadata
-
-    answered = ClusterMetadata()
     response = metadata.cluster_metadata()
-    answered.update_metadata(response)
-    if not answered.brokers():
-        return False
+    if not response.brokers:  # what ClusterMetadata.update_metadata ignores; checked without applying it
+        return False  # (applying a 600-partition answer twice cost every start of a fleet member, issue 27)
     client.cluster.update_metadata(response)
     if client._sync_task is None:
         client._sync_task = asyncio.ensure_future(client._md_synchronizer())
@@ -471,9 +477,9 @@ class ProbeAnswer(NamedTuple):
     named_topics: bool = False
     """The request named the topics to check (``probe_broker(topics=...)``): :meth:`topic_errors` is
     their answer, so the access check need not ask again."""
-    versions: dict[int, tuple[int, int]] | None = None
-    """What the broker advertised (ApiVersions) on the probe's connection, so the start's version checks
-    need no connection of their own."""
+    versions: Mapping[int, tuple[int, int]] | None = None
+    """What that broker advertised in the probe's ApiVersions (api key -> (min, max)), so the checks a
+    start makes on the cluster's release need no connection of their own."""
     coordinator: Message | None = None
     """The group's FindCoordinatorResponse (``probe_broker(group_id=...)``), sent right behind the
     Metadata request on the same connection; None when not asked or not readable (ask again then)."""
@@ -495,6 +501,13 @@ class ProbeAnswer(NamedTuple):
         cluster = ClusterMetadata()
         cluster.update_metadata(self.cluster_metadata())
         return _replicas(cluster, [str(row[1]) for row in self.response.topics])
+
+    def found_topics(self) -> list[str]:
+        """The named topics the answer found, as the keys of :meth:`topic_partitions` but without building
+        their partitions (O(partitions) per start, twice, for a fleet's 600-partition topic: issue 27)."""
+        if not self.named_topics:
+            return []
+        return [str(row[1]) for row in self.response.topics if row[0] == 0]
 
     def cluster_metadata(self) -> Any:
         """The response to bootstrap a client from: without the named topics that came with an error (a
@@ -699,7 +712,7 @@ async def start_consumer_from(consumer: Any, address: str | None, answer: ProbeA
             if not adopt_bootstrap(client, answer):
                 await connect_to_bootstrap()
                 return
-            found = answer.topic_partitions()
+            found = answer.found_topics()
             if found and not client._topics:
                 # The answer named the subscribed topics: the fetcher tracks those it found from the start,
                 # so warming it up (track_topics) does not ask for their metadata a second time.
@@ -923,16 +936,6 @@ MAX_FRAME_BYTES: Final = 2_147_483_647
 
 RESPONSE_LIMIT_SETTING: Final = "receive.message.max.bytes (KAFKA_RECEIVE_MESSAGE_MAX_BYTES)"
 
-_API_NAMES: Final = {
-    0: "Produce",
-    1: "Fetch",
-    2: "ListOffsets",
-    3: "Metadata",
-    17: "SaslHandshake",
-    18: "ApiVersions",
-    36: "SaslAuthenticate",
-}
-
 _response_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "staticconsumer_response_limit", default=None
 )
@@ -949,8 +952,7 @@ def _api_name(request_struct: Any) -> str | None:
     key = getattr(request_struct, "API_KEY", None)
     if key is None:
         return None
-    spec = APIS_BY_KEY.get(key)
-    return spec.name if spec is not None else _API_NAMES.get(key, f"api key {key}")
+    return api_name(key)
 
 
 async def _read_bounded(self_ref: Any, limit: int) -> None:
@@ -1068,6 +1070,9 @@ def _bounded() -> tuple[Any, Any, Any]:
             read_task = asyncio.create_task(_read_bounded(self_ref, self.max_response_bytes))
             read_task.add_done_callback(functools.partial(_on_read_done, self_ref))
             return read_task
+
+        def authenticator_oauth(self) -> Any:
+            return _OAuthBearerExchange(super().authenticator_oauth())
 
     aiokafka_create_conn = aiokafka.client.create_conn
 
@@ -1187,6 +1192,34 @@ def _bounded() -> tuple[Any, Any, Any]:
                 fetcher._notify(waiter)
 
     return BoundedConnection, BoundedClient, BoundedConsumer
+
+
+class _OAuthBearerExchange:
+    """aiokafka's OAUTHBEARER exchange, finished as RFC 7628 (3.2.2) asks when the broker rejects the token.
+
+    aiokafka sends the token and takes any answer for success. A broker that rejects it answers with an
+    error challenge (``{"status":"invalid_token"}``) and waits for the client's ``%x01`` before failing
+    the exchange; without that reply the connection stays mid-authentication and the broker answers the
+    next request (FindCoordinator, JoinGroup, Fetch) with ILLEGAL_SASL_STATE, which names nothing useful.
+    Replying makes the broker fail the exchange with SASL_AUTHENTICATION_FAILED and its reason, which
+    aiokafka raises as an authentication failure (the bootstrap reports it; later connections retry with a
+    fresh token from the provider)."""
+
+    def __init__(self, token_step: Any) -> None:
+        self._token_step = token_step
+        self._token_sent = False
+        self._rejection_answered = False
+
+    async def step(self, payload: bytes | None) -> tuple[bytes, bool] | None:
+        if self._token_sent and payload:
+            if self._rejection_answered:
+                return None
+            self._rejection_answered = True
+            return b"\x01", True
+        result: tuple[bytes, bool] | None = await self._token_step.step(payload)
+        if result is not None:
+            self._token_sent = True
+        return result
 
 
 def _parameters(function: Callable[..., Any]) -> list[str]:
@@ -1340,6 +1373,9 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),
     Internal("aiokafka.conn.AIOKafkaConnection", "close", parameters=("reason", "exc")),
+    # the OAUTHBEARER exchange, wrapped so a rejected token fails the authentication (_OAuthBearerExchange)
+    Internal("aiokafka.conn.AIOKafkaConnection", "authenticator_oauth", parameters=()),
+    Internal("aiokafka.conn.OAuthAuthenticator", "step", parameters=("payload",)),
     Internal("aiokafka.conn.CloseReason", "CONNECTION_BROKEN"),
     Internal("aiokafka.conn.CloseReason", "CONNECTION_TIMEOUT"),
     Internal("aiokafka.conn.CloseReason", "OUT_OF_SYNC"),

@@ -100,22 +100,6 @@ async def _consume(
 
 # -- wire tracing (--trace, diagnostics only) ---------------------------------------------------
 
-API_NAMES = {
-    0: "Produce",
-    1: "Fetch",
-    2: "ListOffsets",
-    3: "Metadata",
-    8: "OffsetCommit",
-    9: "OffsetFetch",
-    10: "FindCoordinator",
-    11: "JoinGroup",
-    12: "Heartbeat",
-    13: "LeaveGroup",
-    14: "SyncGroup",
-    15: "DescribeGroups",
-    18: "ApiVersions",
-}
-
 
 def trace_wire() -> None:
     """Report every connection opened and every request with its round trip, for both clients.
@@ -125,6 +109,7 @@ def trace_wire() -> None:
     imports staticconsumer into an aiokafka member too.
     """
     from staticconsumer._aiokafka import trace_wire as trace
+    from staticconsumer.protocol.api_keys import API_NAMES
 
     def request(api_key: int, version: int | None, port: int, sent: float, took: float) -> None:
         api = API_NAMES.get(api_key, str(api_key))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, _inputs
-from staticconsumer._partitions import ApplicationPartitions, Partitions, Records
+from staticconsumer._partitions import ApplicationPartitions, Partitions, RecordIteration, Records
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
 from staticconsumer.connection.monitor import lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
@@ -65,7 +64,8 @@ CONSTRUCTOR_OPTIONS = ("request_hook", "observers", "telemetry", "api_version_ca
 POLL_TICK = 0.01
 """Seconds between two rounds of the per-poll work (the liveness report, the auto-commit check, the
 record tracer's look for an SDK) while ``getone``/``async for`` hand over buffered records: each is
-cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway."""
+cheap, but not cheap enough for every record. Liveness is reported at most every 50 ms anyway. A loop
+body that never awaits does it once a segment (``ApplicationPartitions.handing_over``)."""
 
 
 class _Changed(asyncio.Event):
@@ -379,7 +379,7 @@ class StaticConsumer:
         if self._stopping:
             return
         self._stopping = True
-        self._partitions.hand_over_until = -math.inf
+        self._partitions.end_tick()
         if self._auto_commit_task is not None:
             with contextlib.suppress(Exception):
                 await self._auto_commit_task
@@ -508,15 +508,20 @@ class StaticConsumer:
                 if records is not None:
                     records.delivered(record)
                 return record
-            # One record waited for, the rest of what the fetcher holds (a poll's worth at most) taken
-            # at once and held back (no read ahead while buffered, as aiokafka's getone): a seek is
-            # served by one fetch. The awaited fetch takes one record so that aiokafka still holds the
-            # rest and sends no read ahead before ``buffer`` pauses the partitions. Capped: with more
-            # records alive at once than the garbage collector's first threshold (700), every refill
-            # set off collections (a tenth of ``async for``'s CPU with two polls' worth).
-            first = await self._fetch(wanted, 1000, 1)
-            rest = self._fetched_now(wanted, self.settings.max_poll_records or 500)
-            self._partitions.buffer(first)
+            # What the fetcher holds (a poll's worth at most) is taken at once and held back (no read
+            # ahead while buffered, as aiokafka's getone): a seek is served by one fetch. Taken without
+            # suspending when it is there already (nothing can read ahead before ``buffer`` pauses the
+            # partitions: one fetcher call a refill, not two); else one record is waited for, so that
+            # aiokafka still holds the rest and sends no read ahead before the pause, and the rest is
+            # taken after it. Capped: with more records alive at once than the garbage collector's
+            # first threshold (700), every refill set off collections (a tenth of ``async for``'s CPU
+            # with two polls' worth).
+            limit = self.settings.max_poll_records or 500
+            rest = self._fetched_now(wanted, limit) if self._fetcher is not None else {}
+            if not rest:
+                first = await self._fetch(wanted, 1000, 1)
+                rest = self._fetched_now(wanted, limit)
+                self._partitions.buffer(first)
             self._partitions.buffer(rest)
 
     def _poll_started(self) -> None:
@@ -525,7 +530,7 @@ class StaticConsumer:
         now = time.monotonic()
         # Records already buffered are handed over without this work until the next tick. A fatal
         # error, a revoke or stop() empties the buffers or ends the tick first, so none is missed.
-        self._partitions.hand_over_until = now + POLL_TICK
+        self._partitions.tick(now, POLL_TICK)
         self._maybe_auto_commit(now)
 
     async def _fetch(self, wanted: Partitions, timeout_ms: int, max_records: int | None) -> Records:
@@ -617,9 +622,9 @@ class StaticConsumer:
     def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:
         if self._stopping:  # as aiokafka: a loop that iterates again after stop() must not spin forever
             raise ConsumerStoppedError("the consumer was stopped: iterate a consumer that is running")
-        records = self._records
-        # The tracer's loop object notices the loop being left, so the record's span ends there.
-        return records.loop(self.__anext__, self._partitions.take_one) if records is not None else self
+        # Records at hand come straight from the buffer; the loop object also notices the loop being
+        # left, so the record's span ends there.
+        return RecordIteration(self._partitions, self.__anext__, self._records)
 
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
         record = self._partitions.take_one()  # the per-record fast path (see _poll_started)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, Protocol, cast
 
 import msgspec
 from aiokafka import errors as _aiokafka
@@ -226,91 +226,13 @@ def _name_of(code: int) -> str:
         return str(known.message) if known is not None else f"UNKNOWN_ERROR_CODE_{code}"
 
 
-class UnknownServerError(BrokerError, _aiokafka.UnknownError):
-    code = ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-class OffsetOutOfRangeError(BrokerError, _aiokafka.OffsetOutOfRangeError):
-    code = ErrorCode.OFFSET_OUT_OF_RANGE
-
-
-class CorruptMessageError(BrokerError, _aiokafka.CorruptRecordException):
-    code = ErrorCode.CORRUPT_MESSAGE
-    retriable = True  # Kafka's CorruptRecordException is retriable; aiokafka 0.14 says not
-
-
-class UnknownTopicOrPartitionError(BrokerError, _aiokafka.UnknownTopicOrPartitionError):
-    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    retriable = True
-
-
-class LeaderNotAvailableError(BrokerError, _aiokafka.LeaderNotAvailableError):
-    code = ErrorCode.LEADER_NOT_AVAILABLE
-    retriable = True
-
-
-class NotLeaderOrFollowerError(BrokerError, _aiokafka.NotLeaderForPartitionError):
-    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    retriable = True
-
-
 class RequestTimedOutError(BrokerError, _aiokafka.RequestTimedOutError):
     code = ErrorCode.REQUEST_TIMED_OUT
     retriable = True
 
 
-class OffsetMetadataTooLargeError(BrokerError, _aiokafka.OffsetMetadataTooLargeError):
-    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-
-
-class NetworkExceptionError(BrokerError, _aiokafka.StaleLeaderEpochCodeError):
-    """Code 13, which aiokafka 0.14 still calls by its pre-1.0 name (STALE_LEADER_EPOCH_CODE)."""
-
-    code = ErrorCode.NETWORK_EXCEPTION
-    retriable = True  # as in Kafka; aiokafka's StaleLeaderEpochCodeError says not
-
-
-class CoordinatorLoadInProgressError(BrokerError, _aiokafka.CoordinatorLoadInProgressError):
-    code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    retriable = True
-
-
-class CoordinatorNotAvailableError(BrokerError, _aiokafka.CoordinatorNotAvailableError):
-    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-    retriable = True
-
-
-class NotCoordinatorError(BrokerError, _aiokafka.NotCoordinatorError):
-    code = ErrorCode.NOT_COORDINATOR
-    retriable = True
-
-
-class IllegalGenerationError(BrokerError, _aiokafka.IllegalGenerationError):
-    code = ErrorCode.ILLEGAL_GENERATION
-
-
-class InconsistentGroupProtocolError(BrokerError, _aiokafka.InconsistentGroupProtocolError):
-    code = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-
-
-class InvalidGroupIdError(BrokerError, _aiokafka.InvalidGroupIdError):
-    code = ErrorCode.INVALID_GROUP_ID
-
-
-class UnknownMemberIdError(BrokerError, _aiokafka.UnknownMemberIdError):
-    code = ErrorCode.UNKNOWN_MEMBER_ID
-
-
 class InvalidSessionTimeoutError(BrokerError, _aiokafka.InvalidSessionTimeoutError):
     code = ErrorCode.INVALID_SESSION_TIMEOUT
-
-
-class RebalanceInProgressError(BrokerError, _aiokafka.RebalanceInProgressError):
-    code = ErrorCode.REBALANCE_IN_PROGRESS
-
-
-class InvalidCommitOffsetSizeError(BrokerError, _aiokafka.InvalidCommitOffsetSizeError):
-    code = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
 
 
 class TopicAuthorizationFailedError(BrokerError, _aiokafka.TopicAuthorizationFailedError):
@@ -321,32 +243,50 @@ class GroupAuthorizationFailedError(BrokerError, _aiokafka.GroupAuthorizationFai
     code = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
-class ClusterAuthorizationFailedError(BrokerError, _aiokafka.ClusterAuthorizationFailedError):
-    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+class InconsistentGroupProtocolError(BrokerError, _aiokafka.InconsistentGroupProtocolError):
+    code = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+class RebalanceInProgressError(BrokerError, _aiokafka.RebalanceInProgressError):
+    code = ErrorCode.REBALANCE_IN_PROGRESS
 
 
 class UnsupportedVersionError(BrokerError, _aiokafka.UnsupportedVersionError):
     code = ErrorCode.UNSUPPORTED_VERSION
 
 
-class InvalidRequestError(BrokerError, _aiokafka.InvalidRequestError):
-    code = ErrorCode.INVALID_REQUEST
+class CoordinatorNotAvailableError(BrokerError, _aiokafka.CoordinatorNotAvailableError):
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    retriable = True
 
 
-class NonEmptyGroupError(BrokerError, _aiokafka.NonEmptyGroup):
-    code = ErrorCode.NON_EMPTY_GROUP
+class NetworkExceptionError(BrokerError, _aiokafka.StaleLeaderEpochCodeError):
+    """Code 13, which aiokafka 0.14 still calls by its pre-1.0 name (STALE_LEADER_EPOCH_CODE)."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
+    retriable = True  # as in Kafka; aiokafka's StaleLeaderEpochCodeError says not
 
 
-class GroupIdNotFoundError(BrokerError, _aiokafka.GroupIdNotFound):
-    code = ErrorCode.GROUP_ID_NOT_FOUND
+class ConsumerProtocolUnsupportedError(StaticConsumerError, _aiokafka.IncompatibleBrokerVersion):
+    """group.protocol=consumer, but the broker does not offer KIP-848's consumer protocol (Kafka 4.0+).
 
+    Never a silent fall-back to the classic protocol: the message names the broker, the Kafka release
+    derived from what it advertises, and the two ways out (upgrade the brokers, or group_protocol=classic).
+    ``advertised`` is the broker's ConsumerGroupHeartbeat version range (None when it has none).
+    """
 
-class MemberIdRequiredError(BrokerError, _aiokafka.MemberIdRequired):
-    code = ErrorCode.MEMBER_ID_REQUIRED
-
-
-class GroupMaxSizeReachedError(BrokerError):
-    code = ErrorCode.GROUP_MAX_SIZE_REACHED
+    def __init__(
+        self,
+        message: str,
+        *,
+        node_id: int | None = None,
+        broker_release: str | None = None,
+        advertised: tuple[int, int] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.broker_release = broker_release
+        self.advertised = advertised
+        super().__init__(message)
 
 
 class FencedInstanceIdError(BrokerError):
@@ -380,86 +320,6 @@ class FencedInstanceIdError(BrokerError):
         super().__init__(message)
 
 
-class UnstableOffsetCommitError(BrokerError):
-    code = ErrorCode.UNSTABLE_OFFSET_COMMIT
-    retriable = True
-
-
-class UnreleasedInstanceIdError(BrokerError):
-    """KIP-848: the broker still gives this group.instance.id to an earlier member, which never released it
-    (a leave with epoch -2 or -1); the newcomer is refused, the holder keeps its place.
-
-    ``cause`` says which of the two causes applies: ``"live-process"`` (another process is heartbeating
-    with this instance id) or ``"previous-run"`` (an earlier run did not leave, and the broker keeps its
-    place until its session expires). ``holder_member_id`` is the member id the broker named;
-    ``waited_seconds`` how long the consumer retried before giving up.
-    """
-
-    code = ErrorCode.UNRELEASED_INSTANCE_ID
-    LIVE_PROCESS: ClassVar[str] = "live-process"
-    PREVIOUS_RUN: ClassVar[str] = "previous-run"
-
-    def __init__(
-        self,
-        message: str | None = None,
-        *,
-        cause: str | None = None,
-        holder_member_id: str | None = None,
-        waited_seconds: float | None = None,
-    ) -> None:
-        self.cause = cause
-        self.holder_member_id = holder_member_id
-        self.waited_seconds = waited_seconds
-        super().__init__(message)
-
-
-class StaleMemberEpochError(BrokerError):
-    code = ErrorCode.STALE_MEMBER_EPOCH
-
-
-class UnknownTopicIdError(BrokerError):
-    code = ErrorCode.UNKNOWN_TOPIC_ID
-    retriable = True
-
-
-class FencedMemberEpochError(BrokerError):
-    """KIP-848: the member's epoch is not the coordinator's; it must give up its partitions and rejoin."""
-
-    code = ErrorCode.FENCED_MEMBER_EPOCH
-
-
-class UnsupportedAssignorError(BrokerError):
-    """KIP-848: group.remote.assignor names an assignor the brokers do not have (group.consumer.assignors)."""
-
-    code = ErrorCode.UNSUPPORTED_ASSIGNOR
-
-
-class InvalidRegularExpressionError(BrokerError):
-    code = ErrorCode.INVALID_REGULAR_EXPRESSION
-
-
-class ConsumerProtocolUnsupportedError(StaticConsumerError, _aiokafka.IncompatibleBrokerVersion):
-    """group.protocol=consumer, but the broker does not offer KIP-848's consumer protocol (Kafka 4.0+).
-
-    Never a silent fall-back to the classic protocol: the message names the broker, the Kafka release
-    derived from what it advertises, and the two ways out (upgrade the brokers, or group_protocol=classic).
-    ``advertised`` is the broker's ConsumerGroupHeartbeat version range (None when it has none).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        node_id: int | None = None,
-        broker_release: str | None = None,
-        advertised: tuple[int, int] | None = None,
-    ) -> None:
-        self.node_id = node_id
-        self.broker_release = broker_release
-        self.advertised = advertised
-        super().__init__(message)
-
-
 def _aiokafka_only(code: int) -> type[BrokerError]:
     """A BrokerError for a code that aiokafka names and this SDK has no class for (INVALID_TOPIC,
     KAFKA_STORAGE_ERROR ...), so ``except aiokafka.errors.<Name>`` catches it here as it would there."""
@@ -473,39 +333,126 @@ def _aiokafka_only(code: int) -> type[BrokerError]:
     return cast("type[BrokerError]", type(theirs.__name__, (BrokerError, theirs), attributes))
 
 
-_BY_CODE: dict[int, type[BrokerError]] = {}
+_RARE: Final = frozenset(
+    {
+        "AnalyticsError",
+        "AnalyticsInputError",
+        "ClusterAuthorizationFailedError",
+        "CoordinatorLoadInProgressError",
+        "CorruptMessageError",
+        "FencedMemberEpochError",
+        "GroupIdNotFoundError",
+        "GroupMaxSizeReachedError",
+        "IllegalGenerationError",
+        "InvalidCommitOffsetSizeError",
+        "InvalidGroupIdError",
+        "InvalidRegularExpressionError",
+        "InvalidRequestError",
+        "LeaderNotAvailableError",
+        "MemberIdRequiredError",
+        "NonEmptyGroupError",
+        "NotCoordinatorError",
+        "NotLeaderOrFollowerError",
+        "OffsetMetadataTooLargeError",
+        "OffsetOutOfRangeError",
+        "SparkMasterError",
+        "StaleMemberEpochError",
+        "UnknownMemberIdError",
+        "UnknownServerError",
+        "UnknownTopicIdError",
+        "UnknownTopicOrPartitionError",
+        "UnreleasedInstanceIdError",
+        "UnstableOffsetCommitError",
+        "UnsupportedAssignorError",
+    }
+)
+"""Public classes defined in ``staticconsumer._errors_rare``, loaded on first use (issue 26): the broker
+codes a consumer's start never raises, KIP-848's and the analytics tool's errors. Their ``__module__`` is
+this module, so ``staticconsumer.errors.X``, ``from staticconsumer.errors import X`` and pickle all work."""
 
 
-def _register() -> frozenset[int]:
-    """Our classes by code; returns the codes only aiokafka names, whose classes are built when first
-    asked for (``error_class_for``, or by name: ``except errors.InvalidTopicError``, pickle): a consumer
-    that never sees one of those 47 codes does not build 47 classes at import."""
-    pending: list[type[BrokerError]] = list(BrokerError.__subclasses__())
-    while pending:
-        cls = pending.pop()
-        _BY_CODE.setdefault(int(cls.code), cls)
-        pending.extend(cls.__subclasses__())
-    return frozenset(_aiokafka.kafka_errors.keys() - _BY_CODE.keys() - {ErrorCode.NONE})
+class _Registry(NamedTuple):
+    by_code: dict[int, type[BrokerError]]
+    aiokafka_only: frozenset[int]
+    aiokafka_only_names: dict[str, int]
 
 
-_AIOKAFKA_ONLY: Final = _register()
-_AIOKAFKA_ONLY_NAMES: Final = {_aiokafka.kafka_errors[code].__name__: code for code in _AIOKAFKA_ONLY}
+_registry: _Registry | None = None
+
+
+def _registered() -> _Registry:
+    """Every class by code, once the rare ones are loaded; the codes only aiokafka names have their
+    classes built when first asked for (``error_class_for``, or by name: ``except
+    errors.InvalidTopicError``, pickle): a consumer that never sees one does not build 47 classes."""
+    global _registry
+    registry = _registry
+    if registry is None:
+        import staticconsumer._errors_rare  # noqa: F401  (defines the rare classes, BrokerError subclasses)
+
+        by_code: dict[int, type[BrokerError]] = {}
+        pending: list[type[BrokerError]] = list(BrokerError.__subclasses__())
+        while pending:
+            cls = pending.pop()
+            by_code.setdefault(int(cls.code), cls)
+            pending.extend(cls.__subclasses__())
+        only = frozenset(_aiokafka.kafka_errors.keys() - by_code.keys() - {ErrorCode.NONE})
+        names = {_aiokafka.kafka_errors[code].__name__: code for code in only}
+        registry = _registry = _Registry(by_code, only, names)
+    return registry
 
 
 def _built(code: int) -> type[BrokerError]:
     """The class for an aiokafka-only code, built once (two threads racing keep the first one built)."""
-    cls = _BY_CODE.get(code)
+    by_code = _registered().by_code
+    cls = by_code.get(code)
     if cls is None:
         built = _aiokafka_only(code)
-        cls = _BY_CODE.setdefault(code, built)
+        cls = by_code.setdefault(code, built)
         globals().setdefault(cls.__name__, cls)  # pickle finds a class by module and name
     return cls
 
 
-if not TYPE_CHECKING:
+if TYPE_CHECKING:
+    from staticconsumer._errors_rare import AnalyticsError as AnalyticsError
+    from staticconsumer._errors_rare import AnalyticsInputError as AnalyticsInputError
+    from staticconsumer._errors_rare import ClusterAuthorizationFailedError as ClusterAuthorizationFailedError
+    from staticconsumer._errors_rare import CoordinatorLoadInProgressError as CoordinatorLoadInProgressError
+    from staticconsumer._errors_rare import CorruptMessageError as CorruptMessageError
+    from staticconsumer._errors_rare import FencedMemberEpochError as FencedMemberEpochError
+    from staticconsumer._errors_rare import GroupIdNotFoundError as GroupIdNotFoundError
+    from staticconsumer._errors_rare import GroupMaxSizeReachedError as GroupMaxSizeReachedError
+    from staticconsumer._errors_rare import IllegalGenerationError as IllegalGenerationError
+    from staticconsumer._errors_rare import InvalidCommitOffsetSizeError as InvalidCommitOffsetSizeError
+    from staticconsumer._errors_rare import InvalidGroupIdError as InvalidGroupIdError
+    from staticconsumer._errors_rare import InvalidRegularExpressionError as InvalidRegularExpressionError
+    from staticconsumer._errors_rare import InvalidRequestError as InvalidRequestError
+    from staticconsumer._errors_rare import LeaderNotAvailableError as LeaderNotAvailableError
+    from staticconsumer._errors_rare import MemberIdRequiredError as MemberIdRequiredError
+    from staticconsumer._errors_rare import NonEmptyGroupError as NonEmptyGroupError
+    from staticconsumer._errors_rare import NotCoordinatorError as NotCoordinatorError
+    from staticconsumer._errors_rare import NotLeaderOrFollowerError as NotLeaderOrFollowerError
+    from staticconsumer._errors_rare import OffsetMetadataTooLargeError as OffsetMetadataTooLargeError
+    from staticconsumer._errors_rare import OffsetOutOfRangeError as OffsetOutOfRangeError
+    from staticconsumer._errors_rare import SparkMasterError as SparkMasterError
+    from staticconsumer._errors_rare import StaleMemberEpochError as StaleMemberEpochError
+    from staticconsumer._errors_rare import UnknownMemberIdError as UnknownMemberIdError
+    from staticconsumer._errors_rare import UnknownServerError as UnknownServerError
+    from staticconsumer._errors_rare import UnknownTopicIdError as UnknownTopicIdError
+    from staticconsumer._errors_rare import UnknownTopicOrPartitionError as UnknownTopicOrPartitionError
+    from staticconsumer._errors_rare import UnreleasedInstanceIdError as UnreleasedInstanceIdError
+    from staticconsumer._errors_rare import UnstableOffsetCommitError as UnstableOffsetCommitError
+    from staticconsumer._errors_rare import UnsupportedAssignorError as UnsupportedAssignorError
+else:
 
-    def __getattr__(name: str) -> type[BrokerError]:
-        code = _AIOKAFKA_ONLY_NAMES.get(name)
+    def __getattr__(name: str) -> type[Exception]:
+        if name in _RARE:
+            import staticconsumer._errors_rare as rare
+
+            value: type[Exception] = getattr(rare, name)
+            globals()[name] = value
+            return value
+        # Dunder lookups (the import system's ``__path__``...) must not load the rare classes.
+        code = None if name.startswith("__") else _registered().aiokafka_only_names.get(name)
         if code is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         return _built(code)
@@ -515,14 +462,15 @@ def error_class_for(code: int) -> type[BrokerError] | None:
     """The exception class for a broker error code; None for NONE (0)."""
     if code == ErrorCode.NONE:
         return None
-    if code in _AIOKAFKA_ONLY:
+    registry = _registered()
+    if code in registry.aiokafka_only:
         return _built(code)
-    return _BY_CODE.get(code, UnknownServerError)
+    return registry.by_code.get(code) or registry.by_code[ErrorCode.UNKNOWN_SERVER_ERROR]
 
 
 def broker_error(code: int, message: str) -> BrokerError:
     """The typed error for a non-NONE ``code``; an unknown code keeps its number in the message."""
-    cls = error_class_for(code) or UnknownServerError
+    cls = error_class_for(code) or _registered().by_code[ErrorCode.UNKNOWN_SERVER_ERROR]
     if cls.code != code:
         message = f"{message} (unrecognised broker error code {code})"
     return cls(message)
@@ -544,12 +492,14 @@ class CommitFailedError(StaticConsumerError, _aiokafka.CommitFailedError):
         super(_aiokafka.CommitFailedError, self).__init__(*args)
 
 
-class _Partition(Protocol):
-    @property
-    def topic(self) -> str: ...
+if TYPE_CHECKING:
 
-    @property
-    def partition(self) -> int: ...
+    class _Partition(Protocol):
+        @property
+        def topic(self) -> str: ...
+
+        @property
+        def partition(self) -> int: ...
 
 
 class OffsetRegressionError(StaticConsumerError, ValueError):
@@ -690,15 +640,3 @@ class ResponseTooLargeError(ProtocolError):
             f"{what} from broker {broker} claims {size} bytes, more than the {limit} this connection "
             f"accepts; the connection was closed without reading it. If that size is genuine, raise {setting}"
         )
-
-
-class AnalyticsError(StaticConsumerError):
-    """``staticconsumer analyze`` cannot run as asked; the message names the path, master or setting."""
-
-
-class AnalyticsInputError(AnalyticsError, ValueError):
-    """An input path does not exist, cannot be read, or holds no event log record."""
-
-
-class SparkMasterError(AnalyticsError, ValueError):
-    """The Spark master URL is malformed or nothing answers there."""

@@ -215,6 +215,12 @@ def _attempt(
             f"accepted the TCP connection but did not answer {what} within {limit_ms} ms: is this a Kafka "
             f"listener, and does it speak security.protocol {protocol}?",
         )
+    if failure.kind == "authentication" and settings.sasl_mechanism == "OAUTHBEARER":
+        return ConnectionAttempt(
+            address,
+            "authentication",
+            f"the broker rejected the OAUTHBEARER token from sasl_oauth_token_provider: {failure.message}",
+        )
     if failure.kind == "authentication":
         return ConnectionAttempt(
             address,
@@ -266,6 +272,15 @@ def _without_password(text: str, settings: Settings) -> str:
 def _failure(settings: Settings, attempts: list[ConnectionAttempt], limit_ms: int) -> BrokerConnectionError:
     servers = ", ".join(attempt.address for attempt in attempts)
     outcomes = {attempt.outcome for attempt in attempts}
+    if "authentication" in outcomes and settings.sasl_mechanism == "OAUTHBEARER":
+        return AuthenticationFailedError(
+            "SASL authentication failed: the broker rejected the OAUTHBEARER token from "
+            "sasl_oauth_token_provider; check the token's claims (its subject, expiry, issued-at time, scope "
+            "and audience) against the validator the broker's listener is configured with",
+            attempts,
+            settings.sasl_mechanism,
+            None,
+        )
     if "authentication" in outcomes:
         user = settings.sasl_username
         return AuthenticationFailedError(

@@ -7,116 +7,18 @@ Every message is a typed msgspec Struct with ``encode(version) -> bytes`` and
 ``decode(data, version)``. :data:`APIS` lists what is implemented; the versions actually sent are the
 highest common ones with each broker (see ``staticconsumer._aiokafka``). The sticky assignors' userData
 codecs are re-exported from the pure ``assignors`` package, which owns them.
+
+Every name here loads its module on first access (issue 26): a consumer loads the messages of the APIs
+it sends and no others (a classic member never loads KIP-848's ``consumer_group`` nor ``admin``), and
+:data:`APIS`, :data:`ADMIN_APIS` and :data:`APIS_BY_KEY`, which name every message class, are built
+when first read. Code on a consumer's path imports from the submodule or uses
+:func:`staticconsumer.protocol.api_keys.spec_for_key`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-from staticconsumer.protocol._base import REASON_MAX_CHARS, Message, truncate_reason
-from staticconsumer.protocol._codec import ZERO_UUID, TaggedFields, parse_uuid_text, uuid_text
-from staticconsumer.protocol.admin import (
-    AclCreation,
-    AclCreationResult,
-    CreateAclsRequest,
-    CreateAclsResponse,
-    ListedGroup,
-    ListGroupsRequest,
-    ListGroupsResponse,
-)
-from staticconsumer.protocol.consumer import (
-    CONSUMER_PROTOCOL_TYPE,
-    MAX_PAYLOAD_VERSION,
-    Assignment,
-    Subscription,
-    TopicPartitions,
-    assigned_partitions,
-    payload_version,
-    subscribed_topics,
-)
-from staticconsumer.protocol.consumer_group import (
-    JOIN_EPOCH,
-    LEAVE_EPOCH,
-    MEMBER_TYPE_CLASSIC,
-    MEMBER_TYPE_CONSUMER,
-    MEMBER_TYPE_UNKNOWN,
-    STATIC_LEAVE_EPOCH,
-    ConsumerGroupDescribedGroup,
-    ConsumerGroupDescribedMember,
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatAssignment,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    DescribedAssignment,
-    DescribedTopicPartitions,
-    TopicIdPartitions,
-)
-from staticconsumer.protocol.coordinator import (
-    KEY_TYPE_GROUP,
-    KEY_TYPE_TRANSACTION,
-    Coordinator,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    coordinator_answer,
-    find_group_coordinator,
-)
-from staticconsumer.protocol.group import (
-    AUTHORIZED_OPERATIONS_OMITTED,
-    DescribedGroup,
-    DescribedGroupMember,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupRequestProtocol,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-    LeaveGroupMemberResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    MemberIdentity,
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
-    SyncGroupResponse,
-)
-from staticconsumer.protocol.headers import (
-    RequestHeader,
-    ResponseHeader,
-    decode_request_header,
-    decode_response,
-    decode_response_header,
-    encode_request,
-    encode_request_header,
-    encode_response,
-    frame,
-)
-from staticconsumer.protocol.metadata import (
-    MetadataRequest,
-    MetadataRequestTopic,
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
-from staticconsumer.protocol.offsets import (
-    TOPIC_IDS_FROM_VERSION,
-    TOPIC_NAMES_MAX_VERSION,
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopic,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
-)
+import sys
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from assignors.userdata import (
@@ -126,88 +28,273 @@ if TYPE_CHECKING:
         encode_cooperative_user_data,
         encode_sticky_user_data,
     )
-else:
-    _USER_DATA = frozenset(
-        {
-            "StickyMemberData",
-            "decode_cooperative_user_data",
-            "decode_sticky_user_data",
-            "encode_cooperative_user_data",
-            "encode_sticky_user_data",
-        }
+    from staticconsumer.protocol._base import (
+        AUTHORIZED_OPERATIONS_OMITTED,
+        REASON_MAX_CHARS,
+        Message,
+        truncate_reason,
     )
-    """Re-exported from ``assignors.userdata`` on first access: only a sticky assignor's leader needs them."""
+    from staticconsumer.protocol._codec import ZERO_UUID, TaggedFields, parse_uuid_text, uuid_text
+    from staticconsumer.protocol.admin import (
+        AclCreation,
+        AclCreationResult,
+        CreateAclsRequest,
+        CreateAclsResponse,
+        ListedGroup,
+        ListGroupsRequest,
+        ListGroupsResponse,
+    )
+    from staticconsumer.protocol.api_keys import ApiSpec
+    from staticconsumer.protocol.consumer import (
+        CONSUMER_PROTOCOL_TYPE,
+        MAX_PAYLOAD_VERSION,
+        Assignment,
+        Subscription,
+        TopicPartitions,
+        assigned_partitions,
+        payload_version,
+        subscribed_topics,
+    )
+    from staticconsumer.protocol.consumer_group import (
+        JOIN_EPOCH,
+        LEAVE_EPOCH,
+        MEMBER_TYPE_CLASSIC,
+        MEMBER_TYPE_CONSUMER,
+        MEMBER_TYPE_UNKNOWN,
+        STATIC_LEAVE_EPOCH,
+        ConsumerGroupDescribedGroup,
+        ConsumerGroupDescribedMember,
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupDescribeResponse,
+        ConsumerGroupHeartbeatAssignment,
+        ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatResponse,
+        DescribedAssignment,
+        DescribedTopicPartitions,
+        TopicIdPartitions,
+    )
+    from staticconsumer.protocol.coordinator import (
+        KEY_TYPE_GROUP,
+        KEY_TYPE_TRANSACTION,
+        Coordinator,
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        coordinator_answer,
+        find_group_coordinator,
+    )
+    from staticconsumer.protocol.group import (
+        DescribedGroup,
+        DescribedGroupMember,
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        HeartbeatRequest,
+        HeartbeatResponse,
+        JoinGroupRequest,
+        JoinGroupRequestProtocol,
+        JoinGroupResponse,
+        JoinGroupResponseMember,
+        LeaveGroupMemberResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        MemberIdentity,
+        SyncGroupRequest,
+        SyncGroupRequestAssignment,
+        SyncGroupResponse,
+    )
+    from staticconsumer.protocol.headers import (
+        RequestHeader,
+        ResponseHeader,
+        decode_request_header,
+        decode_response,
+        decode_response_header,
+        encode_request,
+        encode_request_header,
+        encode_response,
+        frame,
+    )
+    from staticconsumer.protocol.metadata import (
+        MetadataRequest,
+        MetadataRequestTopic,
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponsePartition,
+        MetadataResponseTopic,
+    )
+    from staticconsumer.protocol.offsets import (
+        TOPIC_IDS_FROM_VERSION,
+        TOPIC_NAMES_MAX_VERSION,
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+        OffsetCommitResponsePartition,
+        OffsetCommitResponseTopic,
+        OffsetFetchRequest,
+        OffsetFetchRequestGroup,
+        OffsetFetchRequestTopic,
+        OffsetFetchResponse,
+        OffsetFetchResponseGroup,
+        OffsetFetchResponsePartition,
+        OffsetFetchResponseTopic,
+    )
+
+_MODULE_OF_NAME: dict[str, str] = {
+    "REASON_MAX_CHARS": "_base",
+    "Message": "_base",
+    "truncate_reason": "_base",
+    "ZERO_UUID": "_codec",
+    "TaggedFields": "_codec",
+    "parse_uuid_text": "_codec",
+    "uuid_text": "_codec",
+    "AclCreation": "admin",
+    "AclCreationResult": "admin",
+    "CreateAclsRequest": "admin",
+    "CreateAclsResponse": "admin",
+    "ListedGroup": "admin",
+    "ListGroupsRequest": "admin",
+    "ListGroupsResponse": "admin",
+    "CONSUMER_PROTOCOL_TYPE": "consumer",
+    "MAX_PAYLOAD_VERSION": "consumer",
+    "Assignment": "consumer",
+    "Subscription": "consumer",
+    "TopicPartitions": "consumer",
+    "assigned_partitions": "consumer",
+    "payload_version": "consumer",
+    "subscribed_topics": "consumer",
+    "JOIN_EPOCH": "consumer_group",
+    "LEAVE_EPOCH": "consumer_group",
+    "MEMBER_TYPE_CLASSIC": "consumer_group",
+    "MEMBER_TYPE_CONSUMER": "consumer_group",
+    "MEMBER_TYPE_UNKNOWN": "consumer_group",
+    "STATIC_LEAVE_EPOCH": "consumer_group",
+    "ConsumerGroupDescribedGroup": "consumer_group",
+    "ConsumerGroupDescribedMember": "consumer_group",
+    "ConsumerGroupDescribeRequest": "consumer_group",
+    "ConsumerGroupDescribeResponse": "consumer_group",
+    "ConsumerGroupHeartbeatAssignment": "consumer_group",
+    "ConsumerGroupHeartbeatRequest": "consumer_group",
+    "ConsumerGroupHeartbeatResponse": "consumer_group",
+    "DescribedAssignment": "consumer_group",
+    "DescribedTopicPartitions": "consumer_group",
+    "TopicIdPartitions": "consumer_group",
+    "KEY_TYPE_GROUP": "coordinator",
+    "KEY_TYPE_TRANSACTION": "coordinator",
+    "Coordinator": "coordinator",
+    "FindCoordinatorRequest": "coordinator",
+    "FindCoordinatorResponse": "coordinator",
+    "coordinator_answer": "coordinator",
+    "find_group_coordinator": "coordinator",
+    "AUTHORIZED_OPERATIONS_OMITTED": "_base",
+    "DescribedGroup": "group",
+    "DescribedGroupMember": "group",
+    "DescribeGroupsRequest": "group",
+    "DescribeGroupsResponse": "group",
+    "HeartbeatRequest": "group",
+    "HeartbeatResponse": "group",
+    "JoinGroupRequest": "group",
+    "JoinGroupRequestProtocol": "group",
+    "JoinGroupResponse": "group",
+    "JoinGroupResponseMember": "group",
+    "LeaveGroupMemberResponse": "group",
+    "LeaveGroupRequest": "group",
+    "LeaveGroupResponse": "group",
+    "MemberIdentity": "group",
+    "SyncGroupRequest": "group",
+    "SyncGroupRequestAssignment": "group",
+    "SyncGroupResponse": "group",
+    "RequestHeader": "headers",
+    "ResponseHeader": "headers",
+    "decode_request_header": "headers",
+    "decode_response": "headers",
+    "decode_response_header": "headers",
+    "encode_request": "headers",
+    "encode_request_header": "headers",
+    "encode_response": "headers",
+    "frame": "headers",
+    "MetadataRequest": "metadata",
+    "MetadataRequestTopic": "metadata",
+    "MetadataResponse": "metadata",
+    "MetadataResponseBroker": "metadata",
+    "MetadataResponsePartition": "metadata",
+    "MetadataResponseTopic": "metadata",
+    "TOPIC_IDS_FROM_VERSION": "offsets",
+    "TOPIC_NAMES_MAX_VERSION": "offsets",
+    "OffsetCommitRequest": "offsets",
+    "OffsetCommitRequestPartition": "offsets",
+    "OffsetCommitRequestTopic": "offsets",
+    "OffsetCommitResponse": "offsets",
+    "OffsetCommitResponsePartition": "offsets",
+    "OffsetCommitResponseTopic": "offsets",
+    "OffsetFetchRequest": "offsets",
+    "OffsetFetchRequestGroup": "offsets",
+    "OffsetFetchRequestTopic": "offsets",
+    "OffsetFetchResponse": "offsets",
+    "OffsetFetchResponseGroup": "offsets",
+    "OffsetFetchResponsePartition": "offsets",
+    "OffsetFetchResponseTopic": "offsets",
+    "StickyMemberData": "assignors.userdata",
+    "decode_cooperative_user_data": "assignors.userdata",
+    "decode_sticky_user_data": "assignors.userdata",
+    "encode_cooperative_user_data": "assignors.userdata",
+    "encode_sticky_user_data": "assignors.userdata",
+    "ApiSpec": "api_keys",
+}
+"""Where each public name lives: a submodule of this package, or ``assignors.userdata`` (the sticky
+assignors' userData codecs, which only a sticky leader needs)."""
+
+_API_ORDER = (11, 14, 12, 13, 8, 9, 15, 10, 68, 69, 3)
+"""The consumer's APIs in the order :data:`APIS` has always listed them."""
+
+
+def _tables() -> dict[str, Any]:
+    from staticconsumer.protocol.api_keys import ADMIN_KEYS, spec_for_key
+
+    def spec(key: int) -> ApiSpec:
+        found = spec_for_key(key)
+        assert found is not None, key
+        return found
+
+    apis = {s.name: s for s in map(spec, _API_ORDER)}
+    admin = {s.name: s for s in map(spec, sorted(ADMIN_KEYS))}
+    return {
+        "APIS": apis,
+        "ADMIN_APIS": admin,
+        "APIS_BY_KEY": {s.key: s for s in (*apis.values(), *admin.values())},
+    }
+
+
+if TYPE_CHECKING:
+    APIS: dict[str, ApiSpec]
+    """What a consumer speaks with our codec: the classic group APIs, KIP-848's ConsumerGroupHeartbeat and
+    ConsumerGroupDescribe, the offset APIs, and Metadata v10+ (topic ids, for KIP-848 assignments)."""
+    ADMIN_APIS: dict[str, ApiSpec]
+    """Admin and test-broker APIs (``staticconsumer.admin``, ACLs for the SASL test broker): sendable
+    through the bridge like the group APIs, kept out of :data:`APIS` so the group tables stay as they are."""
+    APIS_BY_KEY: dict[int, ApiSpec]
+    """Both tables by API key: loads every message module; the bridge uses ``api_keys.spec_for_key``."""
+else:
 
     def __getattr__(name: str) -> Any:
-        if name not in _USER_DATA:
+        if name in ("APIS", "ADMIN_APIS", "APIS_BY_KEY"):
+            tables = _tables()
+            globals().update(tables)
+            return tables[name]
+        module = _MODULE_OF_NAME.get(name)
+        if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from assignors import userdata
-
-        value = getattr(userdata, name)
+        if "." not in module:
+            module = f"{__name__}.{module}"
+        # __import__, not importlib.import_module: the C import path, which -X importtime reports.
+        __import__(module)
+        value = getattr(sys.modules[module], name)
         globals()[name] = value
         return value
 
 
-class ApiSpec(NamedTuple):
-    """One API: its key, our request/response classes and the version range we implement.
+def __dir__() -> list[str]:
+    """What is loaded so far and every public name, loaded or not (for completion and ``help``)."""
+    return sorted({*globals(), *__all__})
 
-    ``default_max_version`` is the highest version sent when the caller sets no ``max_version``
-    (below ``max_version`` only for OffsetCommit/OffsetFetch, whose v10 needs topic ids).
-    """
-
-    name: str
-    key: int
-    request: type[Message]
-    response: type[Message]
-    min_version: int
-    max_version: int
-    flexible_from: int
-    default_max_version: int
-
-
-def _spec(request: type[Message], response: type[Message]) -> ApiSpec:
-    assert request.API_KEY == response.API_KEY
-    assert (request.MIN_VERSION, request.MAX_VERSION) == (response.MIN_VERSION, response.MAX_VERSION)
-    return ApiSpec(
-        request.API_NAME,
-        request.API_KEY,
-        request,
-        response,
-        request.MIN_VERSION,
-        request.MAX_VERSION,
-        request.FLEXIBLE_FROM,
-        request.MAX_VERSION if request.DEFAULT_MAX_VERSION is None else request.DEFAULT_MAX_VERSION,
-    )
-
-
-APIS: dict[str, ApiSpec] = {
-    s.name: s
-    for s in (
-        _spec(JoinGroupRequest, JoinGroupResponse),
-        _spec(SyncGroupRequest, SyncGroupResponse),
-        _spec(HeartbeatRequest, HeartbeatResponse),
-        _spec(LeaveGroupRequest, LeaveGroupResponse),
-        _spec(OffsetCommitRequest, OffsetCommitResponse),
-        _spec(OffsetFetchRequest, OffsetFetchResponse),
-        _spec(DescribeGroupsRequest, DescribeGroupsResponse),
-        _spec(FindCoordinatorRequest, FindCoordinatorResponse),
-        _spec(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
-        _spec(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
-        _spec(MetadataRequest, MetadataResponse),
-    )
-}
-"""What a consumer speaks with our codec: the classic group APIs, KIP-848's ConsumerGroupHeartbeat and
-ConsumerGroupDescribe, the offset APIs, and Metadata v10+ (topic ids, for KIP-848 assignments)."""
-ADMIN_APIS: dict[str, ApiSpec] = {
-    s.name: s
-    for s in (
-        _spec(ListGroupsRequest, ListGroupsResponse),
-        _spec(CreateAclsRequest, CreateAclsResponse),
-    )
-}
-"""Admin and test-broker APIs (``staticconsumer.admin``, ACLs for the SASL test broker): sendable through
-the bridge like the group APIs, kept out of :data:`APIS` so the group-protocol tables stay what they are."""
-APIS_BY_KEY: dict[int, ApiSpec] = {s.key: s for s in (*APIS.values(), *ADMIN_APIS.values())}
 
 __all__ = [
     "ADMIN_APIS",

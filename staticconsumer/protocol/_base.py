@@ -18,6 +18,10 @@ from staticconsumer.protocol._codec import ClassicReader, ClassicWriter, FlexRea
 REASON_MAX_CHARS = 255
 """Java's JoinGroupRequest.maybeTruncateReason limit; LeaveGroup member reasons follow the same rule."""
 
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+"""INT32_MIN: Kafka's "authorized operations were not requested" sentinel (DescribeGroups, Metadata and
+ConsumerGroupDescribe share it: here so that none of them loads another's module for it)."""
+
 # Everything a malformed buffer can make the standard library raise while we read it.
 _DECODE_FAILURES = (struct.error, UnicodeDecodeError, ValueError, OverflowError, IndexError, MemoryError)
 

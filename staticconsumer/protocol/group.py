@@ -13,7 +13,7 @@ from typing import ClassVar, Self
 import msgspec
 
 from staticconsumer.errors import DecodeError, EncodeError
-from staticconsumer.protocol._base import Message, refuse, truncate_reason
+from staticconsumer.protocol._base import AUTHORIZED_OPERATIONS_OMITTED, Message, refuse, truncate_reason
 from staticconsumer.protocol._codec import (
     SMALL_UVARINT,
     ClassicReader,
@@ -629,9 +629,6 @@ class LeaveGroupResponse(Message):
 
 
 # ----------------------------------------------------------------------------------------- DescribeGroups
-
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-"""INT32_MIN: Kafka's "authorized operations were not requested" sentinel."""
 
 
 class DescribeGroupsRequest(Message):

@@ -13,9 +13,8 @@ from uuid import UUID
 import msgspec
 
 from staticconsumer.errors import EncodeError
-from staticconsumer.protocol._base import Message, refuse
+from staticconsumer.protocol._base import AUTHORIZED_OPERATIONS_OMITTED, Message, refuse
 from staticconsumer.protocol._codec import ZERO_UUID, ClassicReader, ClassicWriter, TaggedFields
-from staticconsumer.protocol.group import AUTHORIZED_OPERATIONS_OMITTED
 
 
 class MetadataRequestTopic(msgspec.Struct, gc=False):

@@ -7,8 +7,8 @@ connection, or any broker for FindCoordinator). The loop sends every row the sam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -22,8 +22,6 @@ from staticconsumer.membership import (
     events,
 )
 from staticconsumer.protocol import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -35,9 +33,6 @@ from staticconsumer.protocol import (
     LeaveGroupResponse,
     MemberIdentity,
     Message,
-    MetadataRequest,
-    MetadataRequestTopic,
-    MetadataResponse,
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -45,10 +40,13 @@ from staticconsumer.protocol import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
-    TopicIdPartitions,
     coordinator_answer,
     find_group_coordinator,
 )
+
+if TYPE_CHECKING:
+    from staticconsumer.protocol.consumer_group import ConsumerGroupHeartbeatResponse
+    from staticconsumer.protocol.metadata import MetadataResponse
 
 Versions = Mapping[int, tuple[int, int]]
 
@@ -203,6 +201,8 @@ def _left(a: actions.SendLeaveGroup, r: LeaveGroupResponse, now: float) -> event
 def _consumer_heartbeat(
     a: actions.SendConsumerGroupHeartbeat, version: int, config: MembershipConfig
 ) -> Message:
+    from staticconsumer.protocol.consumer_group import ConsumerGroupHeartbeatRequest, TopicIdPartitions
+
     return ConsumerGroupHeartbeatRequest(
         group_id=config.group_id,
         member_id=a.member_id,
@@ -260,6 +260,8 @@ def _consumer_protocol_refused(
 
 def _resolve_topic_ids(a: actions.ResolveTopicIds, version: int, config: MembershipConfig) -> Message:
     """By id (v12+); an older broker is asked for every topic, whose answers carry their ids (v10+)."""
+    from staticconsumer.protocol.metadata import MetadataRequest, MetadataRequestTopic
+
     if version < 12:
         return MetadataRequest(topics=None, allow_auto_topic_creation=False)
     return MetadataRequest(
@@ -277,7 +279,7 @@ def _topic_ids_resolved(a: actions.ResolveTopicIds, r: MetadataResponse, now: fl
     return events.TopicIdsResolved(now=now, token=a.token, names=names)
 
 
-REQUESTS: dict[type[actions.Action], RequestSpec] = {
+_CLASSIC_ROWS: dict[type[actions.Action], RequestSpec] = {
     actions.FindCoordinator: RequestSpec(
         FindCoordinatorRequest, _find_coordinator, _found, _request_timeout, to_coordinator=False
     ),
@@ -286,16 +288,55 @@ REQUESTS: dict[type[actions.Action], RequestSpec] = {
     actions.SendHeartbeat: RequestSpec(HeartbeatRequest, _heartbeat, _heartbeat_answered, _request_timeout),
     actions.SendOffsetCommit: RequestSpec(OffsetCommitRequest, _commit, _committed, _request_timeout),
     actions.SendLeaveGroup: RequestSpec(LeaveGroupRequest, _leave, _left, _request_timeout),
-    actions.SendConsumerGroupHeartbeat: RequestSpec(
-        ConsumerGroupHeartbeatRequest,
-        _consumer_heartbeat,
-        _consumer_heartbeat_answered,
-        lambda a, c: a.request_timeout_ms,
-        check=_check_consumer_protocol,
-        explain=_consumer_protocol_refused,
-    ),
-    actions.ResolveTopicIds: RequestSpec(
-        MetadataRequest, _resolve_topic_ids, _topic_ids_resolved, _request_timeout, to_coordinator=False
-    ),
 }
+
+
+def _consumer_protocol_rows() -> dict[type[actions.Action], RequestSpec]:
+    """KIP-848's rows, whose messages (``protocol.consumer_group``, ``protocol.metadata``) a classic
+    member never loads: built on the first lookup of one of them."""
+    from staticconsumer.protocol.consumer_group import ConsumerGroupHeartbeatRequest
+    from staticconsumer.protocol.metadata import MetadataRequest
+
+    return {
+        actions.SendConsumerGroupHeartbeat: RequestSpec(
+            ConsumerGroupHeartbeatRequest,
+            _consumer_heartbeat,
+            _consumer_heartbeat_answered,
+            lambda a, c: a.request_timeout_ms,
+            check=_check_consumer_protocol,
+            explain=_consumer_protocol_refused,
+        ),
+        actions.ResolveTopicIds: RequestSpec(
+            MetadataRequest, _resolve_topic_ids, _topic_ids_resolved, _request_timeout, to_coordinator=False
+        ),
+    }
+
+
+_CONSUMER_PROTOCOL_ACTIONS = frozenset({actions.SendConsumerGroupHeartbeat, actions.ResolveTopicIds})
+
+
+class _RequestTable(Mapping[type[actions.Action], RequestSpec]):
+    """The classic rows at once, KIP-848's on first use (issue 26: import cost of a classic restart)."""
+
+    def __init__(self) -> None:
+        self._rows = dict(_CLASSIC_ROWS)
+
+    def _complete(self) -> dict[type[actions.Action], RequestSpec]:
+        if len(self._rows) == len(_CLASSIC_ROWS):
+            self._rows.update(_consumer_protocol_rows())
+        return self._rows
+
+    def __getitem__(self, action: type[actions.Action]) -> RequestSpec:
+        if action in _CONSUMER_PROTOCOL_ACTIONS:
+            return self._complete()[action]
+        return self._rows[action]
+
+    def __iter__(self) -> Iterator[type[actions.Action]]:
+        return iter(self._complete())
+
+    def __len__(self) -> int:
+        return len(self._complete())
+
+
+REQUESTS: Mapping[type[actions.Action], RequestSpec] = _RequestTable()
 """Every request action the machine emits (a new one must be added here, or the loop refuses it)."""

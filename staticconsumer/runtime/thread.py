@@ -112,7 +112,8 @@ async def check_static_membership_supported(
     client: Any, versions: Mapping[int, tuple[int, int]] | None = None
 ) -> None:
     """Refuse a broker too old to carry instance ids, rather than join silently as a dynamic member.
-    ``versions``: what a broker advertised already (the bootstrap probe's connection), else asked."""
+
+    ``versions``: what the bootstrap probe's broker advertised; without them a broker is asked."""
     if versions is None:
         versions = await _aiokafka.broker_versions(client, _aiokafka.any_node(client), coordination=False)
     for message, needed in MIN_VERSIONS_FOR_STATIC.items():
@@ -608,10 +609,19 @@ class MembershipThread:
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;
                     # the coordinator itself is checked again by every heartbeat (requests.py). Loaded
                     # here: a classic member never needs it.
-                    from staticconsumer.broker_support import ensure_consumer_protocol
+                    from staticconsumer.broker_support import (
+                        check_consumer_protocol,
+                        ensure_consumer_protocol,
+                    )
 
-                    await ensure_consumer_protocol(client, _aiokafka.any_node(client))
+                    if answer is not None and answer.versions is not None:
+                        check_consumer_protocol(answer.versions)
+                    else:
+                        await ensure_consumer_protocol(client, _aiokafka.any_node(client))
                 elif settings.group_instance_id is not None:
+                    # The probe's ApiVersions answer: no connection of its own, so a connection that fails
+                    # here (a broker restarting, a token refused) cannot end the start; the membership
+                    # loop retries those.
                     await check_static_membership_supported(
                         client, answer.versions if answer is not None else None
                     )

@@ -6,8 +6,8 @@ what a ``RecordTracer`` without an SDK costs (nothing per record), and at the fi
 consumer was built) it builds the ``RecordTracer`` and hands every call to it, so process spans,
 poll spans, record metrics and the lag gauge start then, as they would have with an eager tracer.
 
-``RecordLoop`` (the ``async for`` iterator) lives here too: it needs nothing from OpenTelemetry, and
-the deferred tracer hands it out before any tracer exists.
+``RecordLoop`` (an ``async for`` iterator that tells the tracer when it is left) lives here too: it
+needs nothing from OpenTelemetry, and the deferred tracer hands it out before any tracer exists.
 """
 
 from __future__ import annotations
@@ -59,39 +59,26 @@ class _LoopTracer(Protocol):
 
 
 class RecordLoop(Generic[T]):
-    """The iterator of one ``async for`` over the consumer.
+    """The iterator of one ``async for`` over records from ``anext`` (``tracer.loop(anext)``; the
+    consumer's own is ``_partitions.RecordIteration``, which reads its buffer directly).
 
-    Records come from the consumer's ``__anext__``; the loop object exists so that leaving the loop is
+    The loop object exists so that leaving the loop is
     noticed: the ``async for`` statement holds the only reference, so when the loop is left by
     ``break``, ``return`` or an exception, CPython drops it at once and ``__del__`` tells the tracer.
     (Other interpreters drop it at their next collection; ``requested()`` and ``close()`` end the
     span in any case.)
     """
 
-    __slots__ = ("_next", "_ready", "_tracer")
+    __slots__ = ("_next", "_tracer")
 
-    def __init__(
-        self,
-        tracer: _LoopTracer,
-        anext: Callable[[], Awaitable[T]],
-        ready: Callable[[], T | None] | None = None,
-    ) -> None:
+    def __init__(self, tracer: _LoopTracer, anext: Callable[[], Awaitable[T]]) -> None:
         self._tracer = tracer
         self._next = anext
-        self._ready = ready
 
     def __aiter__(self) -> RecordLoop[T]:
         return self
 
     async def __anext__(self) -> T:
-        ready = self._ready
-        if ready is not None:
-            found = ready()
-            if found is not None:
-                tracer = self._tracer
-                if tracer.per_record:
-                    tracer.delivered(found)
-                return found
         return await self._next()
 
     def __del__(self) -> None:
@@ -164,10 +151,8 @@ class DeferredRecordTracer:
         if tracer is not None:
             tracer.end(error)
 
-    def loop(
-        self, anext: Callable[[], Awaitable[T]], ready: Callable[[], T | None] | None = None
-    ) -> RecordLoop[T]:
-        return RecordLoop(self, anext, ready)
+    def loop(self, anext: Callable[[], Awaitable[T]]) -> RecordLoop[T]:
+        return RecordLoop(self, anext)
 
     def loop_left(self) -> None:
         tracer = self.tracer

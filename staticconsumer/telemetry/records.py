@@ -397,12 +397,10 @@ class RecordTracer:
         if processing is not None:
             self._finish(processing, error)
 
-    def loop(
-        self, anext: Callable[[], Awaitable[T]], ready: Callable[[], T | None] | None = None
-    ) -> RecordLoop[T]:
-        """What ``__aiter__`` returns: each record from ``ready()`` when it has one at hand (the fast
-        path: no coroutine of its own), else from ``anext``; ``loop_left()`` when dropped."""
-        return RecordLoop(self, anext, ready)
+    def loop(self, anext: Callable[[], Awaitable[T]]) -> RecordLoop[T]:
+        """An ``async for`` iterator of the records ``anext`` returns; ``loop_left()`` when dropped (the
+        consumer's own is ``RecordIteration``, which reads its buffer directly)."""
+        return RecordLoop(self, anext)
 
     def loop_left(self) -> None:
         """The ``async for`` loop was left: detach the record's context now, end its span soon."""

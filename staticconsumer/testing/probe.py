@@ -7,18 +7,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-API_NAMES = {
-    8: "OffsetCommit",
-    9: "OffsetFetch",
-    10: "FindCoordinator",
-    11: "JoinGroup",
-    12: "Heartbeat",
-    13: "LeaveGroup",
-    14: "SyncGroup",
-    15: "DescribeGroups",
-    16: "ListGroups",
-    18: "ApiVersions",
-}
+from staticconsumer.protocol.api_keys import API_NAMES as API_NAMES
 
 _INT32_MIN = -(1 << 31)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaProducer
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import AuthenticationFailedError, BrokerHandshakeError
 from staticconsumer.testing.broker import BrokerSettings, EmbeddedKafka, SaslSettings
-from staticconsumer.testing.oauth import UnsecuredTokenProvider
+from staticconsumer.testing.oauth import UnsecuredTokenProvider, unsecured_jwt
 
 from .support import FAST, consume
 
@@ -116,6 +116,53 @@ async def test_the_token_provider_is_asked_by_the_membership_thread_and_the_fetc
         assert len(await consume(consumer, 2)) == 2
     assert threading.current_thread().name in tokens.threads, "the fetcher, on the application's loop"
     assert len(tokens.threads) >= 2, f"the membership thread too: {tokens.threads}"
+
+
+class _RejectedTokens(UnsecuredTokenProvider):
+    """Valid tokens, except the calls numbered in ``expired`` (1-based), which get a token that expired
+    a minute ago: the broker rejects those."""
+
+    def __init__(self, subject: str, expired: Container[int]) -> None:
+        super().__init__(subject)
+        self.expired = expired
+
+    async def token(self) -> str:
+        fresh = await super().token()
+        return unsecured_jwt(self.subject, -60.0) if self.calls in self.expired else fresh
+
+
+async def test_a_rejected_oauthbearer_token_is_an_authentication_failure_not_an_illegal_sasl_state(
+    secure_kafka: EmbeddedKafka, unique_group: str
+) -> None:
+    topic = f"{unique_group}-t"
+    secure_kafka.create_topic(topic, 1)
+    connect = secure_kafka.tls_client_kwargs("alice", "OAUTHBEARER", sasl=True)
+    connect["sasl_oauth_token_provider"] = _RejectedTokens("alice", expired=range(1, 1_000_000))
+    consumer = StaticConsumer(topic, group_id=unique_group, group_instance_id="pod-0", **FAST, **connect)
+    with pytest.raises(AuthenticationFailedError) as raised:
+        await asyncio.wait_for(consumer.start(), 30)
+    error = raised.value
+    assert error.mechanism == "OAUTHBEARER"
+    assert "OAUTHBEARER token" in str(error)
+    assert any("invalid_token" in attempt.detail for attempt in error.attempts), error.attempts
+
+
+async def test_a_token_rejected_after_the_bootstrap_is_retried_with_a_fresh_one(
+    secure_kafka: EmbeddedKafka, unique_group: str
+) -> None:
+    """The three tokens after the bootstrap probe's are rejected (the first connections of the membership
+    thread and of the fetcher): each such connection fails and is made again with a fresh token; no
+    request reaches the broker mid-exchange (it would answer ILLEGAL_SASL_STATE and end the membership)."""
+    topic = f"{unique_group}-t"
+    secure_kafka.create_topic(topic, 1)
+    await _produce(secure_kafka, topic, 0, 2)
+    connect = secure_kafka.tls_client_kwargs("alice", "OAUTHBEARER", sasl=True)
+    tokens = _RejectedTokens("alice", expired={2, 3, 4})
+    connect["sasl_oauth_token_provider"] = tokens
+    consumer = StaticConsumer(topic, group_id=unique_group, group_instance_id="pod-0", **FAST, **connect)
+    async with consumer:
+        assert sorted(r.value for r in await consume(consumer, 2)) == [b"v0", b"v1"]
+    assert tokens.calls >= 5, "the rejected connections were made again"
 
 
 async def _describe(kafka: EmbeddedKafka, group: str) -> list[str | None]:

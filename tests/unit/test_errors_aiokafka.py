@@ -20,6 +20,8 @@ def _our_classes() -> list[type[BaseException]]:
     """Every exception class staticconsumer.errors defines (those built for aiokafka-only codes included)."""
     for code in aio.kafka_errors:  # aiokafka-only codes' classes are built when first asked for
         ours.error_class_for(code)
+    for name in ours._RARE:  # and the rarer ones defined on first use
+        getattr(ours, name)
     found = [
         value
         for value in vars(ours).values()

@@ -28,6 +28,9 @@ KNOWN_DEFERRED_CYCLES: tuple[frozenset[str], ...] = (
         "staticconsumer.telemetry.instruments", "staticconsumer.telemetry.observer",
         "staticconsumer.telemetry.records", "staticconsumer.telemetry.topics",
     }),
+    # The rarer public errors subclass BrokerError and StaticConsumerError, so their module imports
+    # ``staticconsumer.errors``, which loads it on first use of one of them (issue 26: import cost).
+    frozenset({"staticconsumer.errors", "staticconsumer._errors_rare"}),
 )  # fmt: skip
 
 

@@ -44,15 +44,27 @@ NOT_AT_IMPORT = (
     "assignors.roundrobin",
     "assignors.sticky",
     "assignors.userdata",
+    "staticconsumer.protocol.consumer_group",
+    "staticconsumer.protocol.metadata",
+    "staticconsumer.protocol.admin",
+    "staticconsumer.protocol.kafka_json",
+    "staticconsumer._errors_rare",
 )
 """Loaded by the member that runs them, not by ``import staticconsumer`` (issue 26): each protocol's
 membership machine (a restart runs one of the two), and the assignors' code (a consumer creates its
 assignors when it is built; KIP-848's consumer protocol never runs one), and the check that a broker
-speaks KIP-848 (``broker_support``)."""
+speaks KIP-848 (``broker_support``); the wire messages of KIP-848 (``consumer_group``, and ``metadata``,
+which resolves its topic ids), of the admin tools and the JSON form of the golden vectors; the rarer
+error classes (``staticconsumer._errors_rare``: broker codes a start does not raise, analytics errors)."""
 
-KIP_848_ONLY = ("staticconsumer.membership.consumer_group", "staticconsumer.broker_support")
-"""What only a consumer-protocol (KIP-848) member needs: its machine, and the check that the broker
-speaks that protocol. A classic member's restart never loads them."""
+KIP_848_ONLY = (
+    "staticconsumer.membership.consumer_group",
+    "staticconsumer.broker_support",
+    "staticconsumer.protocol.consumer_group",
+    "staticconsumer.protocol.metadata",
+)
+"""What only a consumer-protocol (KIP-848) member needs: its machine, the check that the broker
+speaks that protocol, and its messages. A classic member's restart never loads them."""
 
 
 def _loaded_after(
@@ -111,6 +123,46 @@ def test_a_classic_members_restart_path_loads_nothing_of_kip_848() -> None:
     assert _loaded_after(code, watched=KIP_848_ONLY) == []
 
 
+def test_a_classic_members_restart_path_builds_no_rare_error_class() -> None:
+    """The errors a classic start can raise before its first record are in ``staticconsumer.errors``
+    itself; the loop, the request table and the classic machine name none of the rarer ones."""
+    code = (
+        CONSTRUCT + "\nimport staticconsumer.runtime.loop, staticconsumer.runtime.requests, "
+        "staticconsumer.runtime.thread, staticconsumer.membership.classic"
+    )
+    assert _loaded_after(code, watched=("staticconsumer._errors_rare",)) == []
+
+
+def test_the_rare_errors_are_the_same_public_classes_on_first_use() -> None:
+    """``staticconsumer.errors.X``, ``from staticconsumer.errors import X``, ``error_class_for`` and
+    pickle give the one class, named as in ``staticconsumer.errors``; the list of rare names is whole."""
+    code = (
+        "import pickle, aiokafka.errors as aio, staticconsumer.errors as e\n"
+        "from staticconsumer.errors import UnknownMemberIdError, SparkMasterError, InvalidTopicError\n"
+        "import staticconsumer._errors_rare as rare\n"
+        "defined = {n for n, v in vars(rare).items() if isinstance(v, type) and issubclass(v, Exception)\n"
+        "           and v.__module__ == 'staticconsumer.errors'} - {'BrokerError', 'StaticConsumerError'}\n"
+        "assert defined == set(e._RARE), defined ^ set(e._RARE)\n"
+        "assert e.UnknownMemberIdError is UnknownMemberIdError is rare.UnknownMemberIdError\n"
+        "assert e.error_class_for(25) is UnknownMemberIdError and UnknownMemberIdError.message == "
+        "'UNKNOWN_MEMBER_ID'\n"
+        "assert issubclass(UnknownMemberIdError, aio.UnknownMemberIdError)\n"
+        "assert issubclass(SparkMasterError, e.StaticConsumerError)\n"
+        "assert SparkMasterError.__module__ == e.__name__\n"
+        "error = pickle.loads(pickle.dumps(e.broker_error(25, 'gone')))\n"
+        "assert type(error) is UnknownMemberIdError and str(error) == 'UNKNOWN_MEMBER_ID (25): gone'\n"
+        "assert e.error_class_for(17) is InvalidTopicError\n"
+        "assert e.error_class_for(9999) is e.UnknownServerError\n"
+        "try:\n"
+        "    e.NoSuchError\n"
+        "except AttributeError as error:\n"
+        "    assert 'NoSuchError' in str(error)\n"
+        "else:\n"
+        "    raise AssertionError('a missing name resolved')"
+    )
+    assert _loaded_after(code) == []
+
+
 def test_the_consumer_protocol_check_loads_on_first_use() -> None:
     """The request table's KIP-848 check still reaches broker_support: loaded, and refusing a broker
     that does not advertise ConsumerGroupHeartbeat."""
@@ -126,7 +178,11 @@ def test_the_consumer_protocol_check_loads_on_first_use() -> None:
         "else:\n"
         "    raise AssertionError('a broker without ConsumerGroupHeartbeat passed the check')"
     )
-    assert _loaded_after(code, watched=KIP_848_ONLY) == ["staticconsumer.broker_support"]
+    assert _loaded_after(code, watched=KIP_848_ONLY) == [
+        "staticconsumer.broker_support",
+        "staticconsumer.protocol.consumer_group",
+        "staticconsumer.protocol.metadata",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -181,6 +237,32 @@ def test_the_lazy_names_are_the_same_objects() -> None:
         "        assert 'NoSuchName' in str(e)\n"
         "    else:\n"
         "        raise AssertionError(module)"
+    )
+    assert _loaded_after(code) == []
+
+
+def test_the_protocol_tables_load_their_messages_on_first_use() -> None:
+    """Every public name of ``staticconsumer.protocol`` still resolves, to its module's object; the API
+    tables, built on first read, list what they always did; naming one API loads its module only."""
+    code = (
+        "import staticconsumer.protocol as p, sys\n"
+        "from staticconsumer.protocol.api_keys import API_NAMES, spec_for_key\n"
+        "spec = spec_for_key(11)\n"
+        "assert spec is not None and spec.request is p.JoinGroupRequest and spec.name == API_NAMES[11]\n"
+        "assert 'staticconsumer.protocol.consumer_group' not in sys.modules\n"
+        "assert spec_for_key(1) is None and spec_for_key(999) is None\n"
+        "import staticconsumer.protocol.group as g, staticconsumer.protocol.consumer_group as cg\n"
+        "assert p.ConsumerGroupHeartbeatRequest is cg.ConsumerGroupHeartbeatRequest\n"
+        "assert p.AUTHORIZED_OPERATIONS_OMITTED == g.AUTHORIZED_OPERATIONS_OMITTED == -(2**31)\n"
+        "for name in p.__all__:\n"
+        "    getattr(p, name)\n"
+        "assert list(p.APIS) == ['JoinGroup', 'SyncGroup', 'Heartbeat', 'LeaveGroup', 'OffsetCommit', "
+        "'OffsetFetch', 'DescribeGroups', 'FindCoordinator', 'ConsumerGroupHeartbeat', "
+        "'ConsumerGroupDescribe', 'Metadata']\n"
+        "assert list(p.ADMIN_APIS) == ['ListGroups', 'CreateAcls']\n"
+        "assert p.APIS_BY_KEY == {s.key: s for s in (*p.APIS.values(), *p.ADMIN_APIS.values())}\n"
+        "assert all(spec_for_key(k) is s for k, s in p.APIS_BY_KEY.items())\n"
+        "assert all(API_NAMES[k] == s.name for k, s in p.APIS_BY_KEY.items())"
     )
     assert _loaded_after(code) == []
 

@@ -90,3 +90,43 @@ def test_attempts_in_a_long_outage_stay_under_two_a_second_after_five_seconds() 
 def test_negative_settings_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="reconnect backoff must not be negative"):
         ReconnectBackoff(-1, 1000)
+
+
+def _down(backoff: ReconnectBackoff, key: str, failures: int) -> None:
+    for step in range(failures):
+        assert backoff.begin(key, float(step))
+        backoff.failed(key, float(step))
+
+
+def test_a_good_connect_ends_the_other_consumers_waits_for_that_broker() -> None:
+    """Issue 27: a hundred consumers per process each noticed a returned broker only when its own wait
+    (up to 1.2 s) ran out; the first good connect of the process now lets the others try at once."""
+    key, other_broker = "returning:9092", "still-down:9092"
+    first, second, third = (ReconnectBackoff(50, 1000, jitter=lambda: 1.0) for _ in range(3))
+    for backoff in (first, second):
+        _down(backoff, key, 8)
+        _down(backoff, other_broker, 8)
+    assert not second.begin(key, 7.5), "waiting 1 s after its eighth failure at 7.0"
+    assert first.begin(key, 8.0)
+    first.connected(key)
+    assert second.wait(key, 7.5) == 0.0
+    assert second.begin(key, 7.5), "the broker answered another consumer: no more waiting"
+    assert not second.begin(key, 7.5), "still one attempt at a time until this consumer connects"
+    assert second.failed(key, 7.6) == pytest.approx(0.05), "a failure now starts again from the base"
+    assert not second.begin(other_broker, 7.5), "another broker's wait is untouched"
+    assert third.failures(key) == 0, "a consumer that never failed: unchanged"
+
+
+def test_only_a_consumer_that_failed_itself_passes_the_news_on() -> None:
+    """The told consumers' own good connects tell nobody again: one message per outage, not one per pair."""
+    key = "told-once:9092"
+    first, second, third = (ReconnectBackoff(50, 1000, jitter=lambda: 1.0) for _ in range(3))
+    for backoff in (first, second, third):
+        _down(backoff, key, 8)
+    first.connected(key)
+    assert third.begin(key, 7.5)
+    third.failed(key, 7.6)  # down again for the third: 50 ms to wait
+    assert second.begin(key, 7.5)
+    second.connected(key)  # told, not failed since: no news for the third
+    assert not third.begin(key, 7.61)
+    assert third.begin(key, 7.65)

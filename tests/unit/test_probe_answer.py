@@ -1,0 +1,63 @@
+"""What the membership and the fetcher take from the bootstrap probe's Metadata answer, with aiokafka's
+own response classes and no broker: the same partitions and racks as before issue 27, computed once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka import AIOKafkaClient
+from aiokafka.protocol.metadata import MetadataResponse_v1
+
+from staticconsumer import _aiokafka
+from staticconsumer._aiokafka import PartitionReplicas
+
+
+def _answer(racks: dict[int, str | None], replicas: dict[int, list[int]], *, brokers: bool = True) -> Any:
+    """A Metadata v1 answer: brokers with ``racks``, topic ``orders`` with partitions' ``replicas``, and
+    ``missing`` unknown (error 3)."""
+    nodes = [(node, "127.0.0.1", 9000 + node, rack) for node, rack in racks.items()] if brokers else []
+    rows = [(0, partition, nodes_[0], nodes_, nodes_) for partition, nodes_ in replicas.items()]
+    return MetadataResponse_v1(nodes, 1, [(0, "orders", False, rows), (3, "missing", False, [])])
+
+
+def test_partitions_carry_the_racks_of_their_replicas_brokers() -> None:
+    answer = _aiokafka.ProbeAnswer(
+        _answer({1: "a", 2: "b", 3: None}, {1: [2, 3], 0: [1, 2], 2: [3]}), named_topics=True
+    )
+    assert answer.topic_partitions() == {
+        "orders": [
+            PartitionReplicas(0, frozenset({"a", "b"})),
+            PartitionReplicas(1, frozenset({"b"})),
+            PartitionReplicas(2, frozenset()),
+        ]
+    }
+    assert answer.found_topics() == ["orders"]
+
+
+def test_without_racks_every_partition_has_none() -> None:
+    answer = _aiokafka.ProbeAnswer(_answer({1: None, 2: None}, {1: [2], 0: [1, 2]}), named_topics=True)
+    assert answer.topic_partitions() == {
+        "orders": [PartitionReplicas(0, frozenset()), PartitionReplicas(1, frozenset())]
+    }
+
+
+def test_an_answer_naming_no_topics_finds_none() -> None:
+    answer = _aiokafka.ProbeAnswer(_answer({1: None}, {0: [1]}), named_topics=False)
+    assert answer.found_topics() == []
+    assert answer.topic_partitions() is None
+
+
+async def test_a_client_adopts_an_answer_with_brokers_and_refuses_one_without() -> None:
+    client = AIOKafkaClient(bootstrap_servers="127.0.0.1:9")  # never bootstrapped
+    empty = _aiokafka.ProbeAnswer(_answer({1: None}, {0: [1]}, brokers=False), named_topics=True)
+    assert not _aiokafka.adopt_bootstrap(client, empty)
+    assert client.cluster.brokers() == set(client.cluster._bootstrap_brokers.values()), "nothing applied"
+    assert client._sync_task is None
+    answer = _aiokafka.ProbeAnswer(_answer({1: None, 2: None}, {0: [1], 1: [2]}), named_topics=True)
+    assert _aiokafka.adopt_bootstrap(client, answer)
+    try:
+        assert {b.nodeId for b in client.cluster.brokers()} == {1, 2}
+        assert client.cluster.partitions_for_topic("orders") == {0, 1}
+        assert client.cluster.partitions_for_topic("missing") is None
+    finally:
+        await client.close()

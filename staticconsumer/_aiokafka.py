@@ -480,6 +480,9 @@ class ProbeAnswer(NamedTuple):
     versions: Mapping[int, tuple[int, int]] | None = None
     """What that broker advertised in the probe's ApiVersions (api key -> (min, max)), so the checks a
     start makes on the cluster's release need no connection of their own."""
+    coordinator: Message | None = None
+    """The group's FindCoordinatorResponse (``probe_broker(group_id=...)``), sent right behind the
+    Metadata request on the same connection; None when not asked or not readable (ask again then)."""
 
     def topic_errors(self) -> dict[str, int] | None:
         """Kafka's error code per named topic, as :func:`topic_errors` reads them; None when the probe
@@ -536,12 +539,16 @@ async def probe_broker(
     request_timeout_ms: int,
     client_kwargs: dict[str, Any],
     topics: Sequence[str] = (),
+    group_id: str | None = None,
 ) -> ProbeFailure | ProbeAnswer:
     """Open one connection the way ``AIOKafkaClient`` would (TCP, TLS, ApiVersions, SASL) and ask for
     cluster metadata on it; the answer when all of that worked, else what went wrong and at which stage.
 
     ``topics``: named in the Metadata request (never auto-created), so the answer carries their error
     codes too and a starting consumer's access check makes no Metadata request of its own.
+    ``group_id``: FindCoordinator for it is sent right behind the Metadata request (pipelined, no round
+    trip of its own), so a starting consumer knows its coordinator without opening another connection
+    to ask; its failure never fails the probe (:attr:`ProbeAnswer.coordinator` is None then).
     ``client_kwargs`` are ``Settings.aiokafka_client_kwargs()``; only the connection's own are used.
     Every failure aiokafka can raise on this path is mapped here, so callers never see its classes.
     """
@@ -553,13 +560,18 @@ async def probe_broker(
     kwargs = {key: client_kwargs[key] for key in _PROBE_CONNECTION_KWARGS if key in client_kwargs}
     stage: ProbeStage = "handshake"
     conn = None
+    found: asyncio.Future[Message | None] | None = None
     try:
         conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
         named = sorted(set(topics))
-        response = await conn.send(
+        asked = conn.send(
             MetadataRequest(named, allow_auto_topic_creation=False) if named else MetadataRequest([])
         )
+        if group_id is not None:
+            found = asyncio.ensure_future(_coordinator_of(_send_now(conn, _find_coordinator(group_id))))
+        response = await asked
+        coordinator = await found if found is not None else None
         versions = connection_versions(conn)
     except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
         return ProbeFailure("timeout", stage, "no answer")
@@ -575,8 +587,47 @@ async def probe_broker(
         return ProbeFailure("other", stage, f"{type(failure).__name__}: {failure}")
     finally:
         if conn is not None:
-            conn.close()
-    return ProbeAnswer(response, bool(named), versions)
+            conn.close()  # fails an unanswered FindCoordinator: ``found`` then ends with None by itself
+    return ProbeAnswer(response, bool(named), versions, coordinator)
+
+
+def _find_coordinator(group_id: str) -> ProtocolRequest:
+    from staticconsumer.protocol import FindCoordinatorRequest
+
+    return ProtocolRequest(FindCoordinatorRequest(key=group_id), max_version=3)  # v4+: batched keys
+
+
+def _send_now(conn: Any, request: ProtocolRequest) -> tuple[ProtocolRequest, Any]:
+    """Write ``request`` on ``conn`` now (its answer is awaited later), or keep what stopped it."""
+    try:
+        return request, conn.send(request)
+    except Exception as error:
+        return request, error
+
+
+async def _coordinator_of(sent: tuple[ProtocolRequest, Any]) -> Message | None:
+    """The FindCoordinatorResponse of a request :func:`_send_now` wrote, or None when it failed in any
+    way (the access check then asks again, and reports what it gets)."""
+    request, waiter = sent
+    try:
+        if isinstance(waiter, Exception):
+            raise waiter
+        exchange = _unwrap(request, await waiter)
+    except Exception as error:  # never the probe's failure: the access check asks again
+        logging.getLogger("staticconsumer.connection").debug(
+            "FindCoordinator behind the bootstrap probe failed: %r", error
+        )
+        return None
+    return exchange.response
+
+
+async def open_early(client: Any, node_id: int, *, coordination: bool = True) -> None:
+    """Connect to ``node_id`` now (TCP, TLS, ApiVersions, SASL) because a request will soon need it, so
+    that request does not wait for the handshake. Best effort: that request connects (and reports a
+    failure) itself, and aiokafka serialises attempts, so it waits for this one rather than open a second.
+    """
+    with contextlib.suppress(Exception):
+        await client.ready(node_id, group=_connection_group(coordination))
 
 
 def _broker_message(error: BaseException) -> str:

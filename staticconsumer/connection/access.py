@@ -126,6 +126,7 @@ async def check_access(
     timeout_ms: int | None = None,
     topic_codes: Mapping[str, int] | None = None,
     describe_group: bool = True,
+    coordinator_answer: FindCoordinatorResponse | None = None,
 ) -> AccessReport:
     """Raise now, with the missing ACLs named, when ``settings``' principal may not consume ``topics``
     (explicit subscriptions; a pattern needs no check) in ``group_id``; report topics that do not exist.
@@ -139,6 +140,8 @@ async def check_access(
     ``describe_group=False`` leaves DescribeGroups out (FindCoordinator still catches a principal without
     even DESCRIBE): a classic consumer's JoinGroup needs the same READ and its refusal is explained the
     same way (:func:`explain_authorization`), so the start spares that round trip (``group_checked`` False).
+    ``coordinator_answer``: the group's FindCoordinator answer the bootstrap probe already read
+    (``ProbeAnswer.coordinator``), taken as this check's own, so no FindCoordinator is sent again.
     """
     limit = (settings.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
     missing: frozenset[str] = frozenset()
@@ -160,7 +163,7 @@ async def check_access(
                 )
             if group_id is not None:
                 group_problem, group_checked, coordinator = await _group_access(
-                    client, group_id, describe=describe_group
+                    client, group_id, describe=describe_group, found=coordinator_answer
                 )
     except (TimeoutError, ProtocolError) as error:
         log.info("access check skipped: %s", error or type(error).__name__)
@@ -179,7 +182,7 @@ async def check_access(
 
 
 async def _group_access(
-    client: Any, group_id: str, *, describe: bool = True
+    client: Any, group_id: str, *, describe: bool = True, found: FindCoordinatorResponse | None = None
 ) -> tuple[str | None, bool, CoordinatorAddress | None]:
     """(what is wrong with our access to the group or None, whether the check could be made, the
     coordinator when found).
@@ -187,14 +190,16 @@ async def _group_access(
     DescribeGroups goes over the group coordination connection, the one the join uses next: a consumer
     starting up opens it once, not twice.
     """
-    found = await _aiokafka.send(
-        client,
-        _aiokafka.any_node(client),
-        FindCoordinatorRequest(key=group_id),
-        coordination=False,
-        max_version=3,
-    )
-    answer = found.response_as(FindCoordinatorResponse)
+    if found is None:
+        exchange = await _aiokafka.send(
+            client,
+            _aiokafka.any_node(client),
+            FindCoordinatorRequest(key=group_id),
+            coordination=False,
+            max_version=3,
+        )
+        found = exchange.response_as(FindCoordinatorResponse)
+    answer = found
     if answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
         return "the brokers refuse even DESCRIBE (FindCoordinator)", True, None
     if answer.error_code != ErrorCode.NONE:

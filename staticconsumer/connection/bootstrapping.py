@@ -39,7 +39,12 @@ async def bootstrap(client: Any, settings: Settings, *, timeout_ms: int | None =
 
 
 async def bootstrap_answered(
-    client: Any, settings: Settings, *, timeout_ms: int | None = None, topics: Collection[str] = ()
+    client: Any,
+    settings: Settings,
+    *,
+    timeout_ms: int | None = None,
+    topics: Collection[str] = (),
+    group_id: str | None = None,
 ) -> tuple[str, _aiokafka.ProbeAnswer | None]:
     """Bootstrap ``client`` (an ``AIOKafkaClient`` built from ``settings.aiokafka_client_kwargs()``) and
     return the ``host:port`` that answered, with its probe's answer (another client of the same
@@ -55,7 +60,10 @@ async def bootstrap_answered(
     start opens one bootstrap connection, not two. ``topics`` are named in the probes' Metadata request,
     so the answer also says whether each exists and may be described
     (:meth:`~staticconsumer._aiokafka.ProbeAnswer.topic_errors`): the access check then asks nothing
-    more about them, one round trip fewer before the join.
+    more about them, one round trip fewer before the join. ``group_id``: each probe also asks for the
+    group's coordinator, right behind its Metadata request on the same connection
+    (:attr:`~staticconsumer._aiokafka.ProbeAnswer.coordinator`), so a starting consumer opens no
+    connection and waits for no round trip of its own to learn it.
     """
     limit_ms = (
         settings.request_timeout_ms if timeout_ms is None else min(timeout_ms, settings.request_timeout_ms)
@@ -67,7 +75,9 @@ async def bootstrap_answered(
     client_kwargs = settings.aiokafka_client_kwargs()
     named = sorted(set(topics))
     probes = {
-        asyncio.create_task(_probe(host, port, settings, client_kwargs, deadline, limit_ms, named)): (
+        asyncio.create_task(
+            _probe(host, port, settings, client_kwargs, deadline, limit_ms, named, group_id)
+        ): (
             host,
             port,
         )
@@ -127,8 +137,41 @@ async def _probe(
     deadline: float,
     limit_ms: int,
     topics: list[str],
+    group_id: str | None = None,
 ) -> ConnectionAttempt | _aiokafka.ProbeAnswer:
-    """Its metadata when this server answered as a Kafka broker should; else what went wrong there."""
+    """Its metadata when this server answered as a Kafka broker should; else what went wrong there.
+
+    A bare TCP connection is tried beside the Kafka one, not before it: it tells why the server could
+    not be reached (unresolvable, refused, no TCP within the limit) when the probe fails, and costs a
+    probe that answers no round trip of its own."""
+    address = f"{host}:{port}"
+    reach = asyncio.ensure_future(_reach(host, port, deadline, limit_ms))
+    try:
+        remaining_ms = max(int((deadline - asyncio.get_running_loop().time()) * 1000), 1)
+        try:
+            async with asyncio.timeout_at(deadline):
+                outcome = await _aiokafka.probe_broker(
+                    host,
+                    port,
+                    request_timeout_ms=remaining_ms,
+                    client_kwargs=client_kwargs,
+                    topics=topics,
+                    group_id=group_id,
+                )
+        except TimeoutError:
+            outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")
+        if isinstance(outcome, _aiokafka.ProbeAnswer):
+            return outcome
+        unreachable = await reach
+    finally:
+        reach.cancel()  # nothing once done; else the bare connection is not needed any more
+    if unreachable is not None:
+        return unreachable
+    return _attempt(address, outcome, settings, limit_ms)
+
+
+async def _reach(host: str, port: int, deadline: float, limit_ms: int) -> ConnectionAttempt | None:
+    """Why a bare TCP connection to ``host:port`` cannot be made by ``deadline``; None when it can."""
     address = f"{host}:{port}"
     try:
         async with asyncio.timeout_at(deadline):
@@ -157,17 +200,7 @@ async def _probe(
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()
-    remaining_ms = max(int((deadline - asyncio.get_running_loop().time()) * 1000), 1)
-    try:
-        async with asyncio.timeout_at(deadline):
-            outcome = await _aiokafka.probe_broker(
-                host, port, request_timeout_ms=remaining_ms, client_kwargs=client_kwargs, topics=topics
-            )
-    except TimeoutError:
-        outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")
-    if isinstance(outcome, _aiokafka.ProbeAnswer):
-        return outcome
-    return _attempt(address, outcome, settings, limit_ms)
+    return None
 
 
 def _attempt(

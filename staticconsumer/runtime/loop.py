@@ -198,6 +198,9 @@ class MembershipLoop:
             rejoin=self.update_protocols,
             first_fetched=self._first_fetched,
         )
+        self._telling: asyncio.Future[None] | None = None
+        """An empty revoke the listener is still being told of (:meth:`_revoke_nothing`): the
+        application's next partition call waits for it, so the listener's calls keep their order."""
         self._handed_over: asyncio.Future[float] | None = None
         """When the first assignment reached the application (its fetcher), for :meth:`_first_fetched`."""
         self._coordinator: int | None = None
@@ -428,7 +431,10 @@ class MembershipLoop:
                 self.duties.membership_lost()
             self._owner.stop_fetching(action.partitions)
         elif isinstance(action, actions.PartitionsRevoked):
-            self._spawn(lambda: self._revoke(action))
+            if action.partitions:
+                self._spawn(lambda: self._revoke(action))
+            else:
+                self._revoke_nothing(action)
         elif isinstance(action, actions.PartitionsLost):
             self._spawn(lambda: self._lose(action))
         elif isinstance(action, actions.PartitionsAssigned):
@@ -570,6 +576,7 @@ class MembershipLoop:
         )
 
     async def _revoke(self, a: actions.PartitionsRevoked) -> None:
+        await self._told()
         offsets: Mapping[TopicPartition, OffsetAndMetadata] = {}
         try:
             offsets = await self._owner.revoke(a.partitions, a.reason, self._auto_commit_on_revoke)
@@ -577,7 +584,37 @@ class MembershipLoop:
             log.exception("revoking %d partitions failed in the application; continuing", len(a.partitions))
         self._finished(a.callback_id, offsets)
 
+    def _revoke_nothing(self, a: actions.PartitionsRevoked) -> None:
+        """An eager (re)join that owns nothing, every start's first join among them: the listener still
+        hears ``on_partitions_revoked`` with no partitions, as aiokafka's and Java's do, but the JoinGroup
+        does not wait for the application's loop to run it (a start's loop is busy starting the fetcher
+        then): nothing is released, nothing is committed. The next partition call waits for it."""
+        told: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        previous, self._telling = self._telling, told
+
+        async def tell() -> None:
+            try:
+                if previous is not None:
+                    await previous
+                await self._owner.revoke(a.partitions, a.reason, self._auto_commit_on_revoke)
+            except Exception:
+                log.exception("revoking 0 partitions failed in the application; continuing")
+            finally:
+                told.set_result(None)
+
+        self._spawn(tell)
+        self._finished(a.callback_id)
+
+    async def _told(self) -> None:
+        """Wait until the listener has heard of an empty revoke told before (:meth:`_revoke_nothing`)."""
+        telling = self._telling
+        if telling is not None:
+            await telling
+            if self._telling is telling:
+                self._telling = None
+
     async def _lose(self, a: actions.PartitionsLost) -> None:
+        await self._told()
         try:
             await self._owner.lose(a.partitions, a.reason)
         except Exception:
@@ -644,6 +681,7 @@ class MembershipLoop:
         except StaticConsumerError as error:
             self.post(events.Unrecoverable(now=self.now(), error=error))
             return
+        await self._told()
         try:
             await self._owner.assign(a.partitions, a.owned, a.generation, committed)
         except Exception:

@@ -158,6 +158,12 @@ def _fail(future: concurrent.futures.Future[Any], error: BaseException) -> None:
         future.set_exception(error)
 
 
+def _probed_coordinator(answer: _aiokafka.ProbeAnswer | None) -> FindCoordinatorResponse | None:
+    """The group's coordinator as the bootstrap probe read it, if it did."""
+    found = answer.coordinator if answer is not None else None
+    return found if isinstance(found, FindCoordinatorResponse) else None
+
+
 def _explain_session_timeout(error: InvalidSessionTimeoutError, settings: Settings) -> Exception:
     """The broker judges session.timeout.ms (as for aiokafka and Java): say which setting it refused and
     the bounds it accepts, as far as the settings know them (the brokers' defaults unless configured)."""
@@ -596,7 +602,7 @@ class MembershipThread:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
                 named = self._subscription.named
                 self.bootstrapped_from, answer = await connection.bootstrap_answered(
-                    client, settings, topics=named
+                    client, settings, topics=named, group_id=settings.group_id
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
                 if settings.group_protocol == "consumer":
@@ -633,7 +639,14 @@ class MembershipThread:
                     topic_codes=answer.topic_errors() if answer is not None else None,
                     # the classic JoinGroup's own refusal is explained alike: no DescribeGroups first
                     describe_group=settings.group_protocol == "consumer",
+                    coordinator_answer=_probed_coordinator(answer),
                 )
+                if access.coordinator is not None:
+                    # The join's connection (TCP, ApiVersions) opens while the machine starts and the
+                    # revoke callback crosses to the application's loop, not after them.
+                    tasks.append(
+                        asyncio.ensure_future(_aiokafka.open_early(client, access.coordinator.node_id))
+                    )
                 watch.started(access.missing_topics)  # MissingTopicsError with fail_on_missing_topics
                 from .loop import MembershipLoop  # loaded on the membership thread, not at import
 

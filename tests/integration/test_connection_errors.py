@@ -437,6 +437,67 @@ async def test_the_probe_answers_the_access_checks_topic_question(
     assert (await _connect_answer(settings)).topic_errors() is None, "no topics named: no codes"
 
 
+async def test_the_probe_finds_the_coordinator_and_the_join_connection_opens_early(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A starting consumer asks for its group's coordinator right behind the probe's Metadata request, on
+    the probe's connection: the access check takes that answer and sends nothing, the static-membership
+    check reads the probe's ApiVersions, so no connection of the client's is opened before the join;
+    the join's own connection can then be opened ahead of it (``open_early``)."""
+    import aiokafka.client
+
+    from staticconsumer.protocol import FindCoordinatorResponse
+    from staticconsumer.runtime.thread import check_static_membership_supported
+
+    topic = create_topic(partitions=1)
+    settings = _settings(kafka_broker.bootstrap_servers, group_instance_id="probe-1")
+    client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+    try:
+        _, answer = await bootstrap_answered(client, settings, topics=[topic], group_id=unique_group)
+        assert answer is not None
+        found = answer.coordinator
+        assert isinstance(found, FindCoordinatorResponse)
+        assert found.error_code == 0
+        assert found.node_id in _aiokafka.broker_addresses(client)
+        assert answer.versions is not None
+        assert 11 in answer.versions, "the probe's ApiVersions are kept"
+        sent: list[str] = []
+        send = aiokafka.client.AIOKafkaClient.send
+
+        async def recording(self: Any, node_id: int, request: Any, **kwargs: Any) -> Any:
+            sent.append(type(request).__name__)
+            return await send(self, node_id, request, **kwargs)
+
+        monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "send", recording)
+        await check_static_membership_supported(client, answer.versions)
+        report = await check_access(
+            client,
+            settings,
+            topics=[topic],
+            group_id=unique_group,
+            topic_codes=answer.topic_errors(),
+            describe_group=False,
+            coordinator_answer=found,
+        )
+        assert report.coordinator is not None
+        assert report.coordinator.node_id == found.node_id
+        assert sent == [], "the probe answered every question of the start"
+        assert _aiokafka.live_nodes(client) == set(), "no connection opened before the join"
+        await _aiokafka.open_early(client, found.node_id)
+        assert _aiokafka.live_nodes(client) == {found.node_id}
+        coordination = [
+            conn for conn in _aiokafka.node_connections(client, found.node_id) if conn.connected()
+        ]
+        assert len(coordination) == 1
+        await _aiokafka.broker_versions(client, found.node_id)  # what the join asks first: no new connection
+        assert [c for c in _aiokafka.node_connections(client, found.node_id) if c.connected()] == coordination
+    finally:
+        await client.close()
+
+
 async def _connect_answer(settings: Settings) -> _aiokafka.ProbeAnswer:
     client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
     try:
@@ -548,8 +609,9 @@ async def test_a_classic_start_asks_nothing_before_its_join_that_the_join_does_n
     unique_group: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Before the first JoinGroup a classic start sends FindCoordinator only (the topics' codes came with
-    the bootstrap probe's metadata; DescribeGroups is left to the join's own answer)."""
+    """Before the first JoinGroup a classic start sends nothing through its client: the topics' codes and
+    the coordinator came with the bootstrap probe's answer (FindCoordinator pipelined behind its Metadata
+    request), and DescribeGroups is left to the join's own answer."""
     topic = create_topic(partitions=1)
     sent: list[str] = []
     send = _aiokafka.send
@@ -572,7 +634,7 @@ async def test_a_classic_start_asks_nothing_before_its_join_that_the_join_does_n
     finally:
         await consumer.stop()
     assert "JoinGroupRequest" in sent, sent
-    assert sent[: sent.index("JoinGroupRequest")] == ["FindCoordinatorRequest"], sent
+    assert sent[: sent.index("JoinGroupRequest")] == [], sent
 
 
 async def test_a_commit_the_acls_refuse_names_the_topic_and_the_consumer_goes_on(

@@ -27,6 +27,18 @@ async def test_broker_too_old_for_instance_ids_is_refused_at_start(
         await check_static_membership_supported(object())
 
 
+async def test_the_probes_versions_are_checked_without_asking_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bootstrap probe's ApiVersions answer the check: no connection of the client's is needed."""
+
+    async def versions(client: Any, node: int, *, coordination: bool = True) -> dict[int, tuple[int, int]]:
+        raise AssertionError("asked the brokers again")
+
+    monkeypatch.setattr(_aiokafka, "broker_versions", versions)
+    await check_static_membership_supported(object(), {11: (0, 9), 14: (0, 5), 12: (0, 4), 8: (2, 9)})
+    with pytest.raises(StaticMembershipUnsupportedError, match=r"JoinGroup up to v4"):
+        await check_static_membership_supported(object(), {11: (0, 4), 14: (0, 5), 12: (0, 4), 8: (2, 9)})
+
+
 def test_topics_and_pattern_together_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="not both"):
         StaticConsumer("t", pattern="x.*", bootstrap_servers="127.0.0.1:1", group_id="g")

@@ -34,7 +34,7 @@ import struct
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
 from staticconsumer.connection.reconnect import ReconnectBackoff
@@ -53,6 +53,9 @@ from staticconsumer.protocol.headers import (
     decode_response_header,
     encode_request_header,
 )
+
+if TYPE_CHECKING:
+    from staticconsumer.protocol.coordinator import FindCoordinatorResponse
 
 R = TypeVar("R", bound=Message)
 
@@ -595,6 +598,18 @@ def _find_coordinator(group_id: str) -> ProtocolRequest:
     from staticconsumer.protocol import FindCoordinatorRequest
 
     return ProtocolRequest(FindCoordinatorRequest(key=group_id), max_version=3)  # v4+: batched keys
+
+
+async def find_coordinator(client: Any, group_id: str) -> FindCoordinatorResponse:
+    """The FindCoordinatorResponse for ``group_id``, asked of any broker on its default connection (v3
+    at most: v4+ batch the keys). Its ``error_code`` is the caller's to judge."""
+    from staticconsumer.protocol import FindCoordinatorRequest, FindCoordinatorResponse
+
+    exchange = await send(
+        client, any_node(client), FindCoordinatorRequest(key=group_id), coordination=False, max_version=3
+    )
+    response: FindCoordinatorResponse = exchange.response_as(FindCoordinatorResponse)
+    return response
 
 
 def _send_now(conn: Any, request: ProtocolRequest) -> tuple[ProtocolRequest, Any]:

@@ -30,7 +30,6 @@ from staticconsumer.protocol import (
     AUTHORIZED_OPERATIONS_OMITTED,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
-    FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
 from staticconsumer.settings import Settings
@@ -191,14 +190,7 @@ async def _group_access(
     starting up opens it once, not twice.
     """
     if found is None:
-        exchange = await _aiokafka.send(
-            client,
-            _aiokafka.any_node(client),
-            FindCoordinatorRequest(key=group_id),
-            coordination=False,
-            max_version=3,
-        )
-        found = exchange.response_as(FindCoordinatorResponse)
+        found = await _aiokafka.find_coordinator(client, group_id)
     answer = found
     if answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
         return "the brokers refuse even DESCRIBE (FindCoordinator)", True, None

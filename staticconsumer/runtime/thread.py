@@ -57,7 +57,6 @@ from staticconsumer.membership import (
     new_machine,
 )
 from staticconsumer.protocol import (
-    FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -437,14 +436,8 @@ class MembershipThread:
             async with asyncio.timeout(settings.request_timeout_ms / 1000):
                 if self._running:
                     return await membership.committed(partitions)
-                found = await _aiokafka.send(  # no machine yet, so no coordinator: look it up
-                    self._client,
-                    _aiokafka.any_node(self._client),
-                    FindCoordinatorRequest(key=settings.group_id),
-                    coordination=False,
-                    max_version=3,
-                )
-                answer = found.response_as(FindCoordinatorResponse)
+                # no machine yet, so no coordinator: look it up
+                answer = await _aiokafka.find_coordinator(self._client, settings.group_id)
                 if answer.error_code != ErrorCode.NONE:
                     raise self._explain(
                         broker_error(answer.error_code, f"FindCoordinator for group {settings.group_id!r}")

@@ -55,23 +55,15 @@ async def find_coordinator(
     example while the offsets partition has no leader).
     """
     from staticconsumer import _aiokafka
-    from staticconsumer.protocol import FindCoordinatorRequest, FindCoordinatorResponse
 
     client = _aiokafka.new_client(
         bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000, **(client_kwargs or {})
     )
     await client.bootstrap()
     try:
-        found = await _aiokafka.send(
-            client,
-            _aiokafka.any_node(client),
-            FindCoordinatorRequest(key=group),
-            coordination=False,
-            max_version=3,
-        )
+        response = await _aiokafka.find_coordinator(client, group)
     finally:
         await client.close()
-    response = found.response_as(FindCoordinatorResponse)
     if response.error_code:
         raise RuntimeError(f"FindCoordinator({group!r}) failed with error code {response.error_code}")
     return int(response.node_id)

@@ -19,8 +19,6 @@ from staticconsumer.protocol import (
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     Message,
 )
 
@@ -44,14 +42,7 @@ async def to_coordinator(bootstrap: str, group: str, request: Message) -> Messag
     client = _aiokafka.new_client(bootstrap_servers=bootstrap)
     await client.bootstrap()
     try:
-        found = await _aiokafka.send(
-            client,
-            _aiokafka.any_node(client),
-            FindCoordinatorRequest(key=group),
-            coordination=False,
-            max_version=3,
-        )
-        coordinator = found.response_as(FindCoordinatorResponse).node_id
+        coordinator = (await _aiokafka.find_coordinator(client, group)).node_id
         return (await _aiokafka.send(client, coordinator, request)).response
     finally:
         await client.close()

@@ -402,8 +402,6 @@ async def test_the_probe_answers_the_access_checks_topic_question(
     reads their codes from that answer and sends no Metadata request of its own (one round trip fewer
     before the join), with the same report; the client adopts the answer without the missing topic, so
     aiokafka logs no error for it."""
-    import aiokafka.client
-
     topic = create_topic(partitions=2)
     missing = f"{topic}-missing"
     settings = _settings(kafka_broker.bootstrap_servers)
@@ -413,14 +411,7 @@ async def test_the_probe_answers_the_access_checks_topic_question(
         assert answer is not None
         assert answer.topic_errors() == {topic: 0, missing: 3}
         assert _aiokafka.metadata_topics(client) == {topic}, "the errored topic stays out of the cluster"
-        sent: list[str] = []
-        send = aiokafka.client.AIOKafkaClient.send
-
-        async def recording(self: Any, node_id: int, request: Any, **kwargs: Any) -> Any:
-            sent.append(type(request).__name__)
-            return await send(self, node_id, request, **kwargs)
-
-        monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "send", recording)
+        sent = _record_client_sends(monkeypatch)
         report = await check_access(
             client,
             settings,
@@ -447,8 +438,6 @@ async def test_the_probe_finds_the_coordinator_and_the_join_connection_opens_ear
     the probe's connection: the access check takes that answer and sends nothing, the static-membership
     check reads the probe's ApiVersions, so no connection of the client's is opened before the join;
     the join's own connection can then be opened ahead of it (``open_early``)."""
-    import aiokafka.client
-
     from staticconsumer.protocol import FindCoordinatorResponse
     from staticconsumer.runtime.thread import check_static_membership_supported
 
@@ -464,14 +453,7 @@ async def test_the_probe_finds_the_coordinator_and_the_join_connection_opens_ear
         assert found.node_id in _aiokafka.broker_addresses(client)
         assert answer.versions is not None
         assert 11 in answer.versions, "the probe's ApiVersions are kept"
-        sent: list[str] = []
-        send = aiokafka.client.AIOKafkaClient.send
-
-        async def recording(self: Any, node_id: int, request: Any, **kwargs: Any) -> Any:
-            sent.append(type(request).__name__)
-            return await send(self, node_id, request, **kwargs)
-
-        monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "send", recording)
+        sent = _record_client_sends(monkeypatch)
         await check_static_membership_supported(client, answer.versions)
         report = await check_access(
             client,
@@ -757,3 +739,18 @@ async def test_tls_against_a_plaintext_listener_points_at_security_protocol(
         await _connect(settings)
     assert "security.protocol (SSL)" in str(raised.value)
     assert raised.value.attempts[0].outcome in ("tls", "closed")
+
+
+def _record_client_sends(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The request class names every aiokafka client sends from now on, in order."""
+    import aiokafka.client
+
+    sent: list[str] = []
+    send = aiokafka.client.AIOKafkaClient.send
+
+    async def recording(self: Any, node_id: int, request: Any, **kwargs: Any) -> Any:
+        sent.append(type(request).__name__)
+        return await send(self, node_id, request, **kwargs)
+
+    monkeypatch.setattr(aiokafka.client.AIOKafkaClient, "send", recording)
+    return sent

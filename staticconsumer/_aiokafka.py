@@ -483,8 +483,8 @@ class ProbeAnswer(NamedTuple):
     versions: Mapping[int, tuple[int, int]] | None = None
     """What that broker advertised in the probe's ApiVersions (api key -> (min, max)), so the checks a
     start makes on the cluster's release need no connection of their own."""
-    coordinator: Message | None = None
-    """The group's FindCoordinatorResponse (``probe_broker(group_id=...)``), sent right behind the
+    coordinator: FindCoordinatorResponse | None = None
+    """The group's FindCoordinator answer (``probe_broker(group_id=...)``), sent right behind the
     Metadata request on the same connection; None when not asked or not readable (ask again then)."""
 
     def topic_errors(self) -> dict[str, int] | None:
@@ -563,7 +563,7 @@ async def probe_broker(
     kwargs = {key: client_kwargs[key] for key in _PROBE_CONNECTION_KWARGS if key in client_kwargs}
     stage: ProbeStage = "handshake"
     conn = None
-    found: asyncio.Future[Message | None] | None = None
+    found: asyncio.Future[FindCoordinatorResponse | None] | None = None
     try:
         conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
@@ -594,22 +594,29 @@ async def probe_broker(
     return ProbeAnswer(response, bool(named), versions, coordinator)
 
 
+FIND_COORDINATOR_MAX_VERSION: Final = 3
+"""FindCoordinator v4+ batch the keys; one group's lookup asks v3 at most."""
+
+
 def _find_coordinator(group_id: str) -> ProtocolRequest:
     from staticconsumer.protocol import FindCoordinatorRequest
 
-    return ProtocolRequest(FindCoordinatorRequest(key=group_id), max_version=3)  # v4+: batched keys
+    return ProtocolRequest(FindCoordinatorRequest(key=group_id), max_version=FIND_COORDINATOR_MAX_VERSION)
 
 
 async def find_coordinator(client: Any, group_id: str) -> FindCoordinatorResponse:
-    """The FindCoordinatorResponse for ``group_id``, asked of any broker on its default connection (v3
-    at most: v4+ batch the keys). Its ``error_code`` is the caller's to judge."""
+    """The FindCoordinatorResponse for ``group_id``, asked of any broker on its default connection.
+    Its ``error_code`` is the caller's to judge."""
     from staticconsumer.protocol import FindCoordinatorRequest, FindCoordinatorResponse
 
     exchange = await send(
-        client, any_node(client), FindCoordinatorRequest(key=group_id), coordination=False, max_version=3
+        client,
+        any_node(client),
+        FindCoordinatorRequest(key=group_id),
+        coordination=False,
+        max_version=FIND_COORDINATOR_MAX_VERSION,
     )
-    response: FindCoordinatorResponse = exchange.response_as(FindCoordinatorResponse)
-    return response
+    return exchange.response_as(FindCoordinatorResponse)
 
 
 def _send_now(conn: Any, request: ProtocolRequest) -> tuple[ProtocolRequest, Any]:
@@ -620,7 +627,7 @@ def _send_now(conn: Any, request: ProtocolRequest) -> tuple[ProtocolRequest, Any
         return request, error
 
 
-async def _coordinator_of(sent: tuple[ProtocolRequest, Any]) -> Message | None:
+async def _coordinator_of(sent: tuple[ProtocolRequest, Any]) -> FindCoordinatorResponse | None:
     """The FindCoordinatorResponse of a request :func:`_send_now` wrote, or None when it failed in any
     way (the access check then asks again, and reports what it gets)."""
     request, waiter = sent
@@ -633,7 +640,9 @@ async def _coordinator_of(sent: tuple[ProtocolRequest, Any]) -> Message | None:
             "FindCoordinator behind the bootstrap probe failed: %r", error
         )
         return None
-    return exchange.response
+    from staticconsumer.protocol import FindCoordinatorResponse
+
+    return exchange.response_as(FindCoordinatorResponse)
 
 
 async def open_early(client: Any, node_id: int, *, coordination: bool = True) -> None:

@@ -189,9 +189,7 @@ async def _group_access(
     DescribeGroups goes over the group coordination connection, the one the join uses next: a consumer
     starting up opens it once, not twice.
     """
-    if found is None:
-        found = await _aiokafka.find_coordinator(client, group_id)
-    answer = found
+    answer = found if found is not None else await _aiokafka.find_coordinator(client, group_id)
     if answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
         return "the brokers refuse even DESCRIBE (FindCoordinator)", True, None
     if answer.error_code != ErrorCode.NONE:

@@ -57,7 +57,6 @@ from staticconsumer.membership import (
     new_machine,
 )
 from staticconsumer.protocol import (
-    FindCoordinatorResponse,
     HeartbeatRequest,
     JoinGroupRequest,
     Message,
@@ -155,12 +154,6 @@ def _resolve(future: concurrent.futures.Future[Any], value: Any) -> None:
 def _fail(future: concurrent.futures.Future[Any], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
-
-
-def _probed_coordinator(answer: _aiokafka.ProbeAnswer | None) -> FindCoordinatorResponse | None:
-    """The group's coordinator as the bootstrap probe read it, if it did."""
-    found = answer.coordinator if answer is not None else None
-    return found if isinstance(found, FindCoordinatorResponse) else None
 
 
 def _explain_session_timeout(error: InvalidSessionTimeoutError, settings: Settings) -> Exception:
@@ -632,7 +625,7 @@ class MembershipThread:
                     topic_codes=answer.topic_errors() if answer is not None else None,
                     # the classic JoinGroup's own refusal is explained alike: no DescribeGroups first
                     describe_group=settings.group_protocol == "consumer",
-                    coordinator_answer=_probed_coordinator(answer),
+                    coordinator_answer=answer.coordinator if answer is not None else None,
                 )
                 if access.coordinator is not None:
                     # The join's connection (TCP, ApiVersions) opens while the machine starts and the

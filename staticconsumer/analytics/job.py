@@ -802,6 +802,28 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
     return materialize_partitioned(handed, BIG)
 
 
+@dataclass(frozen=True)
+class _HandoverKinds:
+    """What makes an ownership interval a gap, an overlap or a move, and where an overlap ends: one
+    definition for the tables (:func:`handovers`) and the summary (:func:`_handover_rows`)."""
+
+    overlap_end: Column
+    is_gap: Column
+    is_overlap: Column
+    is_move: Column
+
+
+def _handover_kinds(options: Options) -> _HandoverKinds:
+    overlap_end = F.least(F.col("prev_end_ts"), F.col("effective_end_ts"))
+    return _HandoverKinds(
+        overlap_end=overlap_end,
+        is_gap=F.col("gap") > 0,
+        is_overlap=(F.col("gap") < -options.skew_tolerance_seconds)
+        & (overlap_end - F.col("start_ts") > options.skew_tolerance_seconds),
+        is_move=F.col("prev_owner_in_order").isNotNull() & (F.col("prev_owner_in_order") != F.col("owner")),
+    )
+
+
 def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances.
 
@@ -809,7 +831,8 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
     the tables drop it.
     """
     keys = ["_pkey", "group", "topic", "partition"]
-    gaps = handed.where(F.col("gap") > 0).select(
+    kinds = _handover_kinds(options)
+    gaps = handed.where(kinds.is_gap).select(
         *keys,
         F.col("prev_end_ts").alias("gap_start_ts"),
         F.col("start_ts").alias("gap_end_ts"),
@@ -819,11 +842,8 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("prev_end_inferred").alias("after_inferred_end"),
         F.col("generation").alias("to_generation"),
     )
-    overlap_end = F.least(F.col("prev_end_ts"), F.col("effective_end_ts"))
-    overlaps = handed.where(
-        (F.col("gap") < -options.skew_tolerance_seconds)
-        & (overlap_end - F.col("start_ts") > options.skew_tolerance_seconds)
-    ).select(
+    overlap_end = kinds.overlap_end
+    overlaps = handed.where(kinds.is_overlap).select(
         *keys,
         F.col("start_ts").alias("overlap_start_ts"),
         overlap_end.alias("overlap_end_ts"),
@@ -834,9 +854,7 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("owner").alias("later_owner"),
         F.col("generation").alias("later_generation"),
     )
-    moves = handed.where(
-        F.col("prev_owner_in_order").isNotNull() & (F.col("prev_owner_in_order") != F.col("owner"))
-    ).select(
+    moves = handed.where(kinds.is_move).select(
         *keys,
         F.col("start_ts").alias("ts"),
         F.col("prev_owner_in_order").alias("from_owner"),
@@ -889,15 +907,10 @@ def _contribution(frame: DataFrame, ts: str, **values: Column) -> DataFrame:
 def _handover_rows(handed: DataFrame, options: Options) -> DataFrame:
     """Every gap, overlap and move of ``handed`` as one row (kind, ``_ts``, seconds), in one read.
 
-    The same conditions as :func:`handovers` (the tables), but the summary reads the intervals once
-    instead of once per kind, and places all three in their windows with one join.
+    The conditions of :func:`handovers` (the tables), but the summary reads the intervals once instead
+    of once per kind, and places all three in their windows with one join.
     """
-    overlap_end = F.least(F.col("prev_end_ts"), F.col("effective_end_ts"))
-    is_gap = F.col("gap") > 0
-    is_overlap = (F.col("gap") < -options.skew_tolerance_seconds) & (
-        overlap_end - F.col("start_ts") > options.skew_tolerance_seconds
-    )
-    is_move = F.col("prev_owner_in_order").isNotNull() & (F.col("prev_owner_in_order") != F.col("owner"))
+    kinds = _handover_kinds(options)
 
     def kind(condition: Column, code: int, ts: Column, seconds: Column) -> Column:
         return F.when(
@@ -906,12 +919,12 @@ def _handover_rows(handed: DataFrame, options: Options) -> DataFrame:
         )
 
     found = F.array(
-        kind(is_gap, _GAP, F.col("prev_end_ts"), F.col("gap")),
-        kind(is_overlap, _OVERLAP, F.col("start_ts"), overlap_end - F.col("start_ts")),
-        kind(is_move, _MOVE, F.col("start_ts"), F.lit(None)),
+        kind(kinds.is_gap, _GAP, F.col("prev_end_ts"), F.col("gap")),
+        kind(kinds.is_overlap, _OVERLAP, F.col("start_ts"), kinds.overlap_end - F.col("start_ts")),
+        kind(kinds.is_move, _MOVE, F.col("start_ts"), F.lit(None)),
     )
     rows = (
-        handed.where(is_gap | is_overlap | is_move)
+        handed.where(kinds.is_gap | kinds.is_overlap | kinds.is_move)
         .select("_pkey", "group", "topic", "partition", F.explode(found).alias("_h"))
         .where(F.col("_h").isNotNull())
     )

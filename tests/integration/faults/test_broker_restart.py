@@ -29,6 +29,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.faults]
 DOWN_S = 10.0
 SETTLE_S = 5.0
 """The target counts attempts after the first 5 s: the backoff reaches its ceiling within ~1.5 s."""
+CONSUMERS = 2
+"""The consumer under test and its neighbour: each waits ~1 s (x0.8-1.2) per attempt at the ceiling, so
+the two together make ~2 a second, which the old per-process bound of 2 failed about half the time."""
 
 
 @pytest.fixture(scope="module")
@@ -113,10 +116,14 @@ async def test_a_broker_restart_is_no_reconnect_storm_and_loses_nothing(
         settled = time.monotonic()
         await _poll(consumer, DOWN_S - SETTLE_S, keys)
         attempts = counter.between(settled, time.monotonic())
-        rate = attempts / (time.monotonic() - settled)
-        print(f"connects in the first {SETTLE_S} s: {counter.between(stopped, settled)}, then {rate:.2f}/s")
-        assert attempts > 0, "the consumer kept trying (else the count proves nothing)"
-        assert rate <= 2.0, f"{attempts} connection attempts in {time.monotonic() - settled:.1f} s"
+        # The counter sees both consumers of the process; the bound (Java's) is per consumer and broker.
+        rate = attempts / CONSUMERS / (time.monotonic() - settled)
+        early = counter.between(stopped, settled)
+        print(f"connects in the first {SETTLE_S} s: {early}, then {rate:.2f}/s each")
+        assert attempts > 0, "the consumers kept trying (else the count proves nothing)"
+        assert rate <= 2.0, (
+            f"{attempts} connection attempts by {CONSUMERS} consumers in {time.monotonic() - settled:.1f} s"
+        )
 
         answers: list[float] = []  # when the fetcher's requests were answered again (sent after the stop)
         client = consumer._fetcher._client  # type: ignore[union-attr]

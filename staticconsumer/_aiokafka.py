@@ -1163,7 +1163,7 @@ def _bounded() -> tuple[Any, Any, Any]:
                 if conn is None:
                     self.reconnect_backoff.failed(key, time.monotonic())
                 else:
-                    self.reconnect_backoff.connected(key)
+                    self.reconnect_backoff.connected(key, time.monotonic())
             if conn is not None and existing is not conn and self.on_answered is not None:
                 self.on_answered(node_id, began)  # its ApiVersions was answered
             return conn

@@ -41,7 +41,9 @@ Run: .venv/bin/python -m benchmarks.fleet [--members 30] [--processes 3] [--down
 Writes benchmarks/results/fleet_<members>.json, fleet_<members>_consumer.json for KIP-848 (``Report``).
 Development only: ``--bounce-limit K`` restarts only the first K fleet members, ``--trace`` adds each
 restart's requests per API and each member's outage/recovery as its monitor sees it, ``--events FILE``
-keeps every worker event. ``--oracle K`` (at the end, outside every counted figure) times K static rejoins
+keeps every worker event; ``--timeline FILE`` then prints, for the members slowest back after the broker
+restart, each connect and request with its outcome, the worker loop's lateness and when the monitor
+flipped (``--slowest K``). ``--oracle K`` (at the end, outside every counted figure) times K static rejoins
 per group from a bare aiokafka client in the quiet parent: the broker's JoinGroup/SyncGroup time at each
 N without our consumer or a loop shared with 100 members around it.
 """
@@ -93,18 +95,40 @@ def _emit(**event: Any) -> None:
         sys.stdout.flush()
 
 
+_TRACED_MONITORS: dict[int, str] = {}
+"""``--trace``: each member's connection monitor (by id) -> its instance id, to name whose request it was."""
+
+
+def _traced_member() -> tuple[str | None, str]:
+    """The member whose client runs here (its monitor owns the context: the membership thread's loop and
+    the fetcher's tasks alike), and which client: ``m`` the membership thread's, ``a`` the fetcher's."""
+    from staticconsumer.connection import monitor
+
+    owner = monitor._OWNER.get()
+    client = "m" if threading.current_thread().name.startswith("staticconsumer-membership") else "a"
+    return (_TRACED_MONITORS.get(id(owner)) if owner is not None else None), client
+
+
 def _trace() -> None:
-    """Every answered request but the idle ones (fetch long-polls, heartbeats), from any thread."""
+    """Every answered request but the idle ones (fetch long-polls, heartbeats), from any thread, and every
+    connect and failed request with its member and client (the broker-restart timeline, ``--timeline``)."""
     from staticconsumer import _aiokafka
 
     def on_request(api: int, version: int | None, port: int, sent: float, took: float) -> None:
         if api not in TRACED_OUT:
-            _emit(ev="req", api=API_NAMES.get(api, str(api)), took=took, t=sent)
+            m, c = _traced_member()
+            _emit(ev="req", api=API_NAMES.get(api, str(api)), took=took, t=sent, m=m, c=c)
 
     def on_connect(port: int, began: float, took: float) -> None:
-        _emit(ev="req", api="connect", took=took, t=began)
+        m, c = _traced_member()
+        _emit(ev="req", api="connect", took=took, t=began, m=m, c=c)
 
-    _aiokafka.trace_wire(on_request, on_connect)
+    def on_error(api: int | None, port: int, sent: float, error: str) -> None:
+        m, c = _traced_member()
+        name = "connect" if api is None else API_NAMES.get(api, str(api))
+        _emit(ev="err", api=name, err=error, took=time.time() - sent, t=sent, m=m, c=c)
+
+    _aiokafka.trace_wire(on_request, on_connect, on_error=on_error)
 
 
 def _count_connects(port: int) -> list[float]:
@@ -208,6 +232,7 @@ def _trace_monitor(consumer: Any, instance: str) -> None:
     from staticconsumer import _aiokafka
 
     monitor = consumer._monitor
+    _TRACED_MONITORS[id(monitor)] = instance
     failed, recovered, answered = monitor.failed, monitor.recovered, monitor.answered
     offset = time.time() - time.monotonic()
 
@@ -231,11 +256,24 @@ def _trace_monitor(consumer: Any, instance: str) -> None:
         _aiokafka.report_answers(client, monitor.answered)
 
 
+async def _watch_lag(every: float = 0.05, threshold: float = 0.1) -> None:
+    """``--trace``: each time this worker's event loop ran a turn ``threshold`` s or more late (CPU: its
+    hundred members' work, or the machine's), so a slow answer can be told from a busy loop."""
+    while True:
+        asked = time.time()
+        await asyncio.sleep(every)
+        late = time.time() - asked - every
+        if late >= threshold:
+            _emit(ev="lag", late=late, t=asked + every)
+
+
 async def worker(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING)
     connects = _count_connects(int(args.bootstrap.rpartition(":")[2]))
+    lag: asyncio.Task[None] | None = None
     if args.trace:
         _trace()
+        lag = asyncio.create_task(_watch_lag())
     members = {
         instance: _Member(instance, group, topic, args)
         for share in args.spec.split(";")
@@ -263,6 +301,8 @@ async def worker(args: argparse.Namespace) -> None:
         elif command == "quit":
             break
     await asyncio.gather(*(m.stop() for m in members.values()), return_exceptions=True)
+    if lag is not None:
+        lag.cancel()
     _emit(ev="quit")
 
 
@@ -292,6 +332,8 @@ class Fleet:
     def __init__(self, workers: list[_Worker]) -> None:
         self.workers = workers
         self.of = {instance: w for w in workers for instance in w.instances}
+        self.marks: dict[str, float] = {}
+        """The broker restart's moments (wall times): ``stopped``, ``accepting``, ``answering``, ``ready``."""
 
     def events(self, kind: str, since: float = 0.0) -> list[dict[str, Any]]:
         return [e for w in self.workers for e in w.events if e.get("ev") == kind and e.get("t", 0) >= since]
@@ -610,7 +652,7 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
     finally:
         await _quit(fleet)
         if args.events:
-            lines = [
+            lines = [json.dumps({"ev": "broker", **fleet.marks, "w": -1}) + "\n"] + [
                 json.dumps({**e, "w": index}) + "\n"
                 for index, w in enumerate(fleet.workers)
                 for e in w.events
@@ -697,6 +739,15 @@ def _per_api(fleet: Fleet, windows: dict[str, list[tuple[float, float]]], mine: 
     return medians
 
 
+def _listen_overflows() -> int:
+    """The kernel's count of connections its listen queues dropped (every port of the machine: other
+    brokers' too): SYNs dropped at a full queue are sent again only 1 s later."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        head, values = [line.split() for line in Path("/proc/net/netstat").read_text().splitlines()[:2]]
+        return int(values[head.index("ListenOverflows")])
+    return -1
+
+
 async def _broker_restart(
     args: argparse.Namespace, kafka: EmbeddedKafka, fleet: Fleet, groups: list[_Group]
 ) -> BrokerRestart:
@@ -710,6 +761,7 @@ async def _broker_restart(
         mid |= {f"mid{n}-{p}-0" for p in range(partitions)}
     await fleet.until(lambda: mid <= fleet.keys(before), 60, "records written before the stop consumed")
     stopped = time.time()
+    overflows = _listen_overflows()
     await asyncio.to_thread(kafka.shut_down)
     await asyncio.sleep(max(0.0, args.down - (time.time() - stopped)))
     restarting = time.time()
@@ -719,6 +771,7 @@ async def _broker_restart(
     )
     await restarted
     ready = time.time()
+    fleet.marks.update(stopped=stopped, accepting=accepting, answering=answering, ready=ready)
     print(
         f"broker down {answering - stopped:.1f} s: its port accepting {accepting - restarting:.1f} s after "
         f"its start, answering {answering - accepting:.1f} s later, restart() returned "
@@ -732,6 +785,7 @@ async def _broker_restart(
         written |= await _produce(kafka.bootstrap_servers, g.topic, partitions, f"late{n}")
         late |= {f"late{n}-{p}-0" for p in range(partitions)}
     await fleet.until(lambda: late <= fleet.keys(ready), 120, "records written after the return consumed")
+    fleet.marks["listen_overflows"] = _listen_overflows() - overflows
     await asyncio.sleep(2)
     for w in fleet.workers:
         await w.send(f"connects {stopped + SETTLE_S} {restarting}")
@@ -794,6 +848,51 @@ def _refresh(fleet: Fleet, counts: list[list[dict[str, Any]]]) -> bool:
     return all(counts)
 
 
+def timeline(path: str, slowest: int) -> None:
+    """``--timeline FILE``: from a ``--trace --events FILE`` run, what the members slowest to read
+    ``connected`` after the broker's return did meanwhile: each connect attempt and request (by client:
+    ``m`` the membership thread's, ``a`` the fetcher's) with its outcome, each answer the monitor was told
+    of, its outage ending (``recovered``) and the state the member read, in seconds from the return."""
+    events = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    marks = next((e for e in events if e["ev"] == "broker"), None)
+    if marks is None or "answering" not in marks:
+        raise SystemExit(f"{path}: no broker restart recorded (run with --trace --events)")
+    answering = marks["answering"]
+    connected: dict[str, float] = {}
+    for e in events:
+        if e["ev"] == "state" and e["s"] == "connected" and e["t"] >= marks["stopped"]:
+            connected.setdefault(e["m"], e["t"])
+    late = sorted(connected, key=lambda m: connected[m], reverse=True)[:slowest]
+    print(
+        f"return at 0; port accepting {marks['accepting'] - answering:+.2f} s, restart() returned "
+        f"{marks['ready'] - answering:+.2f} s; connections dropped by the machine's listen queues from "
+        f"the stop to the records after the return consumed: {marks.get('listen_overflows')}; "
+        f"{slowest} slowest of {len(connected)} members"
+    )
+    for member in late:
+        worker = next(e["w"] for e in events if e.get("m") == member)
+        print(f"\n{member} (worker {worker}): connected {connected[member] - answering:+.3f} s")
+        mine = [
+            e
+            for e in events
+            if (e.get("m") == member or (e["ev"] == "lag" and e["w"] == worker))
+            and e["ev"] in ("req", "err", "answered", "recovered", "state", "lag")
+            and answering - 3 <= e["t"] + e.get("took", 0)
+            and e["t"] <= connected[member] + 0.1
+        ]
+        for e in sorted(mine, key=lambda e: e["t"]):
+            at = e["t"] - answering
+            if e["ev"] in ("req", "err"):
+                what = "FAILED " + e["err"] if e["ev"] == "err" else "done"
+                print(f"  {at:+8.3f} {e['c']} {e['api']:<16} {what} after {e['took']:.3f} s")
+            elif e["ev"] == "answered":
+                print(f"  {at:+8.3f}   answer to a request sent at {e['sent'] - answering:+.3f}")
+            elif e["ev"] == "lag":
+                print(f"  {at:+8.3f}   the worker's loop ran {e['late']:.3f} s late")
+            else:
+                print(f"  {at:+8.3f}   {e['ev']} {e.get('s', '')}")
+
+
 async def parent(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # the prefill's NotLeader retries on new topics
@@ -853,12 +952,21 @@ def main() -> None:
         help="after all else, time K static rejoins per group from a bare client",
     )
     parser.add_argument("--events", help="write every worker event to this file (JSON lines)")
+    parser.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="print what the members slowest back after the broker restart did (a --trace --events FILE)",
+    )
+    parser.add_argument("--slowest", type=int, default=5, help="--timeline: how many members")
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--bootstrap")
     parser.add_argument("--spec", help="worker: group:topic:instance,instance;group:topic:...")
     args = parser.parse_args()
     if args.oracle and args.group_protocol != "classic":
         parser.error("--oracle times the classic JoinGroup/SyncGroup: use it with --group-protocol classic")
+    if args.timeline:
+        timeline(args.timeline, args.slowest)
+        return
     asyncio.run(worker(args) if args.worker else parent(args))
 
 

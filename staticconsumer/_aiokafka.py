@@ -1163,7 +1163,7 @@ def _bounded() -> tuple[Any, Any, Any]:
                 if conn is None:
                     self.reconnect_backoff.failed(key, time.monotonic())
                 else:
-                    self.reconnect_backoff.connected(key)
+                    self.reconnect_backoff.connected(key, time.monotonic())
             if conn is not None and existing is not conn and self.on_answered is not None:
                 self.on_answered(node_id, began)  # its ApiVersions was answered
             return conn
@@ -1291,18 +1291,22 @@ def new_fetcher(
 def trace_wire(
     on_request: Callable[[int, int | None, int, float, float], None],
     on_connect: Callable[[int, float, float], None],
+    *,
+    on_error: Callable[[int | None, int, float, str], None] | None = None,
 ) -> None:
     """Report every request and every connection made through aiokafka in this process, for good.
 
     For ``staticconsumer.bounce --trace`` (benchmarks/join_trace.py), never for a measured run: both
-    clients send through aiokafka's connections, so wrapping ``AIOKafkaConnection.send`` and ``create_conn``
+    clients send through aiokafka's connections, so wrapping ``AIOKafkaConnection.send`` and ``connect``
     shows either client's requests the same way. ``on_request(api_key, version, port, sent, took)`` runs
     when a request's answer (or failure) is in; ``version`` is None for a request class that cannot be
     traced (``__slots__``). ``on_connect(port, began, took)`` runs when a connection attempt ends.
+    ``on_error(api_key, port, sent, error)`` also runs for a request (``api_key`` None: a connection
+    attempt) that failed, with the error's class name: whether a member waited on a timeout, a refused
+    connect or a closed connection (the fleet benchmark's broker-restart timeline).
     """
     import time
 
-    import aiokafka.client
     import aiokafka.conn
 
     connection = aiokafka.conn.AIOKafkaConnection
@@ -1325,6 +1329,10 @@ def trace_wire(
         async def answered() -> Any:
             try:
                 return await waiter
+            except BaseException as error:
+                if on_error is not None:
+                    on_error(int(request.API_KEY), self._port, sent, type(error).__name__)
+                raise
             finally:
                 on_request(
                     int(request.API_KEY),
@@ -1336,19 +1344,23 @@ def trace_wire(
 
         return answered()
 
-    def traced(create: Callable[..., Any]) -> Callable[..., Any]:
-        async def create_conn(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
-            began = time.time()
-            try:
-                return await create(host, port, *args, **kwargs)
-            finally:
-                on_connect(port, began, time.time() - began)
+    original_connect = connection.connect
 
-        return create_conn
+    async def connect(self: Any) -> Any:
+        # the connection's own connect, not create_conn: the bounded clients build their connections
+        # themselves (``_bounded``), so a create_conn wrapped after them would never see theirs
+        began = time.time()
+        try:
+            return await original_connect(self)
+        except BaseException as error:
+            if on_error is not None:
+                on_error(None, self._port, began, type(error).__name__)
+            raise
+        finally:
+            on_connect(self._port, began, time.time() - began)
 
     connection.send = send
-    aiokafka.conn.create_conn = traced(aiokafka.conn.create_conn)
-    aiokafka.client.create_conn = traced(aiokafka.client.create_conn)
+    connection.connect = connect
 
 
 # -- The contract with aiokafka ----------------------------------------------------------------------
@@ -1396,6 +1408,7 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_create_reader_task", parameters=()),
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),
+    Internal("aiokafka.conn.AIOKafkaConnection", "connect", parameters=()),
     Internal("aiokafka.conn.AIOKafkaConnection", "close", parameters=("reason", "exc")),
     # the OAUTHBEARER exchange, wrapped so a rejected token fails the authentication (_OAuthBearerExchange)
     Internal("aiokafka.conn.AIOKafkaConnection", "authenticator_oauth", parameters=()),

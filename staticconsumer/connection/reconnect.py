@@ -11,8 +11,16 @@ with a hundred consumers per process (a fleet's pod), the broker's return was ot
 only when its own wait ran out, up to ``reconnect.backoff.max.ms`` x 1.2 later, and under the CPU burst
 of the reconnects some members reported ``connected`` 3.9 s after the broker answered (issue 27). So the
 first good connect to a broker ends the waits of every backoff of the process for that broker (a fresh
-sign of life, as a successful request is): they retry at their next attempt. Only a broker that answered
-is retried early, so the attempts while it is down stay as Java's.
+sign of life, as a successful request is). Not all at the same instant, though: the hundred consumers
+told at once then connected within 10 ms, with the other processes of the fleet doing the same, and the
+broker's listen queue (``socket.listen.backlog.size``, 50) dropped the excess SYNs, which the kernel
+sends again only after 1 s, then 3 s: members read ``connected`` up to 5 s after the broker answered
+(issue 27, N=300). So each told backoff retries at a random point of a window as wide as its own
+jitter at the ceiling (``2 x JITTER x reconnect_backoff_max_ms``, 0.4 s by default), never later than
+its own wait would have. (A cap on the attempts under way at once per process was tried and made it
+worse: a broker just started took 3 s per connection on the loaded machine, and members waiting for a
+free slot read ``connected`` 15 s after its return.) Only a broker that answered is retried early, so
+the attempts while it is down stay as Java's.
 
 Pure arithmetic: the clock and the random factor are inputs, so it is tested without sleeping.
 """
@@ -58,12 +66,17 @@ class ReconnectBackoff:
         max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
         *,
         jitter: Callable[[], float] | None = None,
+        stagger: Callable[[], float] | None = None,
     ) -> None:
+        """``jitter``: the factor of each wait, in [1 - JITTER, 1 + JITTER]; ``stagger``: where in the
+        window (0 to 1) a broker's return, told by another consumer, lets this one retry. Both random by
+        default; inputs so tests decide them."""
         if base_ms < 0 or max_ms < 0:
             raise ValueError(f"reconnect backoff must not be negative, got {base_ms} ms and {max_ms} ms")
         self.base_ms = base_ms
         self.max_ms = max_ms
         self._jitter = jitter if jitter is not None else _uniform_jitter
+        self._stagger = stagger if stagger is not None else random.random
         self._lock = threading.Lock()
         self._failures: dict[Hashable, int] = {}
         self._not_before: dict[Hashable, float] = {}
@@ -102,10 +115,11 @@ class ReconnectBackoff:
             self._connecting.discard(key)
             return delay
 
-    def connected(self, key: Hashable) -> None:
-        """A connect to ``key`` worked: it is not held back, and its next outage starts from the base.
-        If it had failed since (not only been told of another's), every other backoff of the process
-        waiting on ``key`` stops waiting too: one message per outage and consumer, not one per pair."""
+    def connected(self, key: Hashable, now: float) -> None:
+        """A connect to ``key`` worked at ``now``: it is not held back, and its next outage starts from
+        the base. If it had failed since (not only been told of another's), every other backoff of the
+        process waiting on ``key`` waits no longer than its stagger (:meth:`alive`): one message per
+        outage and consumer, not one per pair."""
         with self._lock:
             was_down = self._failures.pop(key, 0) > 0
             self._not_before.pop(key, None)
@@ -114,15 +128,23 @@ class ReconnectBackoff:
             with _LIVE_LOCK:
                 others = [b for b in _LIVE if b is not self]
             for other in others:
-                other.alive(key)
+                other.alive(key, now)
 
-    def alive(self, key: Hashable) -> None:
-        """``key`` answered someone else: an attempt to it may start now (one at a time still), and a
+    @property
+    def stagger_s(self) -> float:
+        """The window over which backoffs told of a broker's return at once retry (seconds): as wide as
+        the jitter of a wait at the ceiling, so a fleet told together spreads as its own waits would."""
+        return 2 * JITTER * max(self.max_ms, self.base_ms) / 1000
+
+    def alive(self, key: Hashable, now: float) -> None:
+        """``key`` answered someone else at ``now``: an attempt to it may start at a random point of the
+        next :attr:`stagger_s` (or sooner, if its own wait ends first; one at a time still), and a
         failure of it starts again from the base wait, as after a good connect."""
         with self._lock:
             if key in self._failures:
                 self._failures[key] = 0
-                self._not_before[key] = -math.inf
+                told = now + self.stagger_s * self._stagger()
+                self._not_before[key] = min(self._not_before.get(key, told), told)
 
 
 _LIVE: weakref.WeakSet[ReconnectBackoff] = weakref.WeakSet()

@@ -20,8 +20,7 @@ from staticconsumer import _aiokafka
 def traced(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[Any, ...]]]:
     for owner, name in (
         (AIOKafkaConnection, "send"),
-        (aiokafka.conn, "create_conn"),
-        (aiokafka.client, "create_conn"),
+        (AIOKafkaConnection, "connect"),
     ):
         monkeypatch.setattr(owner, name, getattr(owner, name))
     seen: dict[str, list[tuple[Any, ...]]] = {"request": [], "connect": []}

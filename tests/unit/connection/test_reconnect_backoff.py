@@ -55,7 +55,7 @@ def test_a_good_connect_starts_the_next_outage_from_the_base() -> None:
     for step in range(6):
         backoff.begin("b:9092", float(step))
         backoff.failed("b:9092", float(step))
-    backoff.connected("b:9092")
+    backoff.connected("b:9092", 0.0)
     assert backoff.begin("b:9092", 6.0)
     assert backoff.begin("b:9092", 6.0), "healthy again: no longer one at a time"
     assert backoff.failures("b:9092") == 0
@@ -92,41 +92,75 @@ def test_negative_settings_are_refused_by_name() -> None:
         ReconnectBackoff(-1, 1000)
 
 
-def _down(backoff: ReconnectBackoff, key: str, failures: int) -> None:
+def _down(backoff: ReconnectBackoff, key: str, failures: int, start: float = 0.0) -> None:
     for step in range(failures):
-        assert backoff.begin(key, float(step))
-        backoff.failed(key, float(step))
+        assert backoff.begin(key, start + step)
+        backoff.failed(key, start + step)
 
 
 def test_a_good_connect_ends_the_other_consumers_waits_for_that_broker() -> None:
     """Issue 27: a hundred consumers per process each noticed a returned broker only when its own wait
-    (up to 1.2 s) ran out; the first good connect of the process now lets the others try at once."""
+    (up to 1.2 s) ran out; the first good connect of the process now lets the others try within their
+    stagger (here half of the 0.4 s window: 0.2 s after the news)."""
     key, other_broker = "returning:9092", "still-down:9092"
-    first, second, third = (ReconnectBackoff(50, 1000, jitter=lambda: 1.0) for _ in range(3))
+    first, second, third = (
+        ReconnectBackoff(50, 1000, jitter=lambda: 1.0, stagger=lambda: 0.5) for _ in range(3)
+    )
+    _down(first, key, 8, start=-0.5)  # its wait ends at 7.5
     for backoff in (first, second):
-        _down(backoff, key, 8)
         _down(backoff, other_broker, 8)
+    _down(second, key, 8)
     assert not second.begin(key, 7.5), "waiting 1 s after its eighth failure at 7.0"
-    assert first.begin(key, 8.0)
-    first.connected(key)
-    assert second.wait(key, 7.5) == 0.0
-    assert second.begin(key, 7.5), "the broker answered another consumer: no more waiting"
-    assert not second.begin(key, 7.5), "still one attempt at a time until this consumer connects"
-    assert second.failed(key, 7.6) == pytest.approx(0.05), "a failure now starts again from the base"
-    assert not second.begin(other_broker, 7.5), "another broker's wait is untouched"
+    assert first.begin(key, 7.6)
+    first.connected(key, 7.6)
+    assert second.wait(key, 7.6) == pytest.approx(0.2)
+    assert not second.begin(key, 7.79), "its stagger has not passed"
+    assert second.begin(key, 7.8), "the broker answered another consumer: no more waiting than the stagger"
+    assert not second.begin(key, 7.8), "still one attempt at a time until this consumer connects"
+    assert second.failed(key, 7.85) == pytest.approx(0.05), "a failure now starts again from the base"
+    assert not second.begin(other_broker, 7.8), "another broker's wait is untouched"
     assert third.failures(key) == 0, "a consumer that never failed: unchanged"
+
+
+def test_consumers_told_together_retry_spread_over_the_jitter_window() -> None:
+    """Issue 27, N=300: a hundred consumers per process told at the same instant all connected within
+    10 ms, the broker's listen queue dropped the excess and the kernel sent those SYNs again 1 s later.
+    Each told backoff retries at its own point of a window as wide as its jitter at the ceiling."""
+    key = "returning:9092"
+    told = [
+        ReconnectBackoff(50, 1000, jitter=lambda: 1.0, stagger=lambda point=point: point)
+        for point in (0.0, 0.25, 0.999)
+    ]
+    news = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    for backoff in (*told, news):
+        _down(backoff, key, 8)  # the eighth failure at 7.0: waiting until 8.0
+    news.connected(key, 7.1)
+    assert told[0].stagger_s == pytest.approx(0.4), "2 x 0.2 x 1000 ms"
+    assert [b.wait(key, 7.1) for b in told] == pytest.approx([0.0, 0.1, 0.3996])
+
+
+def test_the_news_never_makes_a_consumer_wait_longer_than_its_own_wait() -> None:
+    key = "returning:9092"
+    told = ReconnectBackoff(50, 1000, jitter=lambda: 1.0, stagger=lambda: 0.999)
+    news = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    _down(told, key, 8)  # may retry at 8.0
+    _down(news, key, 8)
+    news.connected(key, 7.9)
+    assert told.wait(key, 7.9) == pytest.approx(0.1), "its own wait ends before the stagger would"
 
 
 def test_only_a_consumer_that_failed_itself_passes_the_news_on() -> None:
     """The told consumers' own good connects tell nobody again: one message per outage, not one per pair."""
     key = "told-once:9092"
-    first, second, third = (ReconnectBackoff(50, 1000, jitter=lambda: 1.0) for _ in range(3))
+    first, second, third = (
+        ReconnectBackoff(50, 1000, jitter=lambda: 1.0, stagger=lambda: 0.0) for _ in range(3)
+    )
     for backoff in (first, second, third):
         _down(backoff, key, 8)
-    first.connected(key)
+    first.connected(key, 7.5)
     assert third.begin(key, 7.5)
     third.failed(key, 7.6)  # down again for the third: 50 ms to wait
     assert second.begin(key, 7.5)
-    second.connected(key)  # told, not failed since: no news for the third
+    second.connected(key, 7.6)  # told, not failed since: no news for the third
     assert not third.begin(key, 7.61)
     assert third.begin(key, 7.65)

@@ -862,7 +862,7 @@ _METADATA_REQUEST_FAILED = "Unable to request metadata from node with id %s: %r"
 _FETCH_FAILED = ("Failed fetch messages from %s: %s", "Failed fetch offsets from %s: %s")
 _TOPIC_NOT_FOUND = "Topic %s not found in cluster metadata"
 _TOPIC_NOT_AUTHORIZED = "Topic %s is not authorized for this client"
-_ADDRESS_IN_ERROR = re.compile(r"\('([^']+)', (\d+)\)|at ([^\s:]+):(\d+)")
+_ADDRESS_IN_ERROR = r"\('([^']+)', (\d+)\)|at ([^\s:]+):(\d+)"
 
 NOISY_LOGGERS = ("aiokafka", "aiokafka.consumer.fetcher", "aiokafka.cluster")
 """The loggers whose records :func:`classify_record` knows (a logger's filters see only its own records)."""
@@ -912,7 +912,7 @@ def _connection_noise(nodes: list[Any], error: object, *, attempt: bool = False)
 
     timeout = isinstance(error, TimeoutError | RequestTimedOutError | KafkaTimeoutError)
     peer_fault = isinstance(error, BaseException) and is_peer_fault(error)
-    match = _ADDRESS_IN_ERROR.search(cause)
+    match = re.search(_ADDRESS_IN_ERROR, cause)  # compiled on the first failure, not at import
     address = None
     if match:
         host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))

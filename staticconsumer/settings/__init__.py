@@ -106,7 +106,7 @@ injects for a Service named ``kafka`` (``KAFKA_PORT``, ``KAFKA_SERVICE_HOST``...
 own (``KAFKA_HEAP_OPTS``, ``KAFKA_JMX_PORT``) are left alone.
 """
 
-_SECRET_LOOKING = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY", re.IGNORECASE)
+_SECRET_LOOKING = r"(?i)PASS|SECRET|TOKEN|CREDENTIAL|KEY"
 """Unknown variables whose names look like this have their values masked too: a typo of a secret is one."""
 
 MASK: Final = "***"
@@ -1083,7 +1083,7 @@ def _unknown_keywords(overrides: Mapping[str, object]) -> list[SettingProblem]:
         close = difflib.get_close_matches(keyword, known, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
         meant = SPEC_BY_FIELD.get(AIOKAFKA_SPELLINGS.get(close[0], close[0])) if close else None
-        secretish = _SECRET_LOOKING.search(keyword) or (meant is not None and meant.secret)
+        secretish = re.search(_SECRET_LOOKING, keyword) or (meant is not None and meant.secret)
         # None and functions hold no secret (key_deserializer=None is not a password): shown as they are.
         could_hide = overrides[keyword] is not None and not callable(overrides[keyword])
         value = MASK if secretish and could_hide else _show(overrides[keyword], None)
@@ -1107,7 +1107,7 @@ def _typos(environ: Mapping[str, str], prefix: str, ignore: Collection[str]) -> 
         if not close:
             continue
         meant = known[close[0]]
-        value = MASK if meant.secret or _SECRET_LOOKING.search(suffix) else repr(environ[variable])
+        value = MASK if meant.secret or re.search(_SECRET_LOOKING, suffix) else repr(environ[variable])
         problems.append(
             SettingProblem(
                 variable,

@@ -1018,9 +1018,9 @@ def _settings_from(settings: Settings | None, options: Mapping[str, Any]) -> tup
 
 
 def _settings_fields(settings: Settings) -> dict[str, Any]:
-    import msgspec
-
-    return {f.name: getattr(settings, f.name) for f in msgspec.structs.fields(settings)}
+    """Every field's value (``__struct_fields__``: ``msgspec.structs.fields`` would resolve all the
+    annotations too, ~1 ms)."""
+    return {name: getattr(settings, name) for name in settings.__struct_fields__}
 
 
 __all__ = [

@@ -94,3 +94,13 @@ def test_cli_check_reports_problems_with_exit_status_2(
     err = capsys.readouterr().err
     assert "APP_GROUP_ID=(unset): required" in err
     assert "APP_SESSION_TIMEOUT_MS='45s': not a number" in err
+
+
+def test_defaults_are_the_structs_own_and_every_field_has_a_plain_one() -> None:
+    """DEFAULTS is read from the struct's tables without resolving annotations: the same mapping, in
+    field order, as ``msgspec.structs.fields`` gives; a default factory would break that reading."""
+    import msgspec
+
+    fields = msgspec.structs.fields(settings_module.Settings)
+    assert all(f.default_factory is msgspec.NODEFAULT for f in fields)
+    assert list(settings_module.DEFAULTS.items()) == [(f.name, f.default) for f in fields]

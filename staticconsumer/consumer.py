@@ -1019,7 +1019,7 @@ def _settings_from(settings: Settings | None, options: Mapping[str, Any]) -> tup
 
 def _settings_fields(settings: Settings) -> dict[str, Any]:
     """Every field's value (``__struct_fields__``: ``msgspec.structs.fields`` would resolve all the
-    annotations too, ~1 ms)."""
+    annotations too, ~0.6 ms)."""
     return {name: getattr(settings, name) for name in settings.__struct_fields__}
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import ClassVar, Literal
+
+import msgspec
+from msgspec.structs import force_setattr
 
 TopicPartition = tuple[str, int]
 """``(topic, partition)``; a plain tuple because assignors handle a million of them per rebalance."""
@@ -30,12 +32,12 @@ def java_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
+class Member(msgspec.Struct, frozen=True):
     """One group member as the leader sees it in the JoinGroup response plus its decoded subscription.
 
     ``generation`` and ``owned_partitions`` are the ConsumerProtocolSubscription v1+/v2+ fields
-    (``-1`` and ``()`` when absent); ``user_data`` is the assignor-specific blob, untouched.
+    (``-1`` and ``()`` when absent); ``user_data`` is the assignor-specific blob, untouched. ``topics``
+    and ``owned_partitions`` accept any iterable and are kept as a frozenset and a tuple.
     """
 
     member_id: str
@@ -46,24 +48,12 @@ class Member:
     rack: str | None = None
     user_data: bytes | None = None
 
-    def __init__(
-        self,
-        member_id: str,
-        topics: Iterable[str],
-        group_instance_id: str | None = None,
-        owned_partitions: Iterable[TopicPartition] = (),
-        generation: int = NO_GENERATION,
-        rack: str | None = None,
-        user_data: bytes | None = None,
-    ) -> None:
-        # Accept any iterables so callers need not build frozensets/tuples by hand.
-        object.__setattr__(self, "member_id", member_id)
-        object.__setattr__(self, "topics", frozenset(topics))
-        object.__setattr__(self, "group_instance_id", group_instance_id)
-        object.__setattr__(self, "owned_partitions", tuple(owned_partitions))
-        object.__setattr__(self, "generation", generation)
-        object.__setattr__(self, "rack", rack)
-        object.__setattr__(self, "user_data", user_data)
+    def __post_init__(self) -> None:
+        # Callers need not build frozensets and tuples by hand (the dataclass this was took any iterable).
+        if type(self.topics) is not frozenset:
+            force_setattr(self, "topics", frozenset(self.topics))
+        if type(self.owned_partitions) is not tuple:
+            force_setattr(self, "owned_partitions", tuple(self.owned_partitions))
 
     @property
     def effective_rack(self) -> str | None:
@@ -71,8 +61,7 @@ class Member:
         return self.rack or None
 
 
-@dataclass(frozen=True, slots=True)
-class TopicInfo:
+class TopicInfo(msgspec.Struct, frozen=True):
     """A topic's partition count and, optionally, the racks of each partition's replicas.
 
     ``replica_racks[p]`` holds the racks of partition ``p``'s replicas; leave it empty when racks are
@@ -97,11 +86,10 @@ class TopicInfo:
         return self.replica_racks[partition] if self.replica_racks else frozenset()
 
 
-@dataclass(slots=True)
-class MemberAssignment:
+class MemberAssignment(msgspec.Struct):
     """What one member receives in SyncGroup: its partitions and optional assignor user data."""
 
-    partitions: list[TopicPartition] = field(default_factory=list)
+    partitions: list[TopicPartition] = msgspec.field(default_factory=list)
     user_data: bytes | None = None
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from itertools import repeat
+
+import msgspec
 
 from .model import NO_GENERATION, TopicPartition
 
@@ -20,8 +21,7 @@ _I32 = struct.Struct(">i")
 _I32_PAIR = struct.Struct(">ii")
 
 
-@dataclass(frozen=True, slots=True)
-class StickyMemberData:
+class StickyMemberData(msgspec.Struct, frozen=True):
     """A member's previous assignment and generation as the sticky assignors read it.
 
     ``generation`` is None when the member sent none (no userData, or V0), matching Java's

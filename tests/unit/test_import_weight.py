@@ -316,3 +316,39 @@ def test_an_event_log_loads_when_configured(tmp_path: Path) -> None:
 def test_anyio_comes_with_the_sync_consumer_only() -> None:
     """The check above names anyio rightly: the sync consumer's module does load it."""
     assert {"anyio", "staticconsumer.sync"} <= set(_loaded_after("import staticconsumer.sync"))
+
+
+def test_import_and_construct_build_no_dataclass_resolve_no_annotation_and_compile_one_regex() -> None:
+    """What a static restart's import and construction used to spend CPU on without needing it (issue 26):
+    standard dataclasses (the assignors' value classes, ~0.6 ms each to generate; msgspec Structs now),
+    resolving every Settings annotation (``msgspec.structs.fields``: 53 forward references compiled and
+    evaluated), and regexes compiled at import for rare paths. The one regex left is the
+    group.instance.id check, which every static consumer's construction runs anyway."""
+    script = (
+        "import dataclasses, json, re, sys\n"
+        "import msgspec.structs\n"
+        "seen = {'dataclass': [], 'fields': [], 'regex': []}\n"
+        "def ours(depth):\n"
+        "    name = sys._getframe(depth).f_globals.get('__name__', '')\n"
+        "    return name.split('.')[0] in ('staticconsumer', 'assignors')\n"
+        "real_dataclass, real_fields = dataclasses.dataclass, msgspec.structs.fields\n"
+        "real_compile = re.compile\n"
+        "def dataclass(*args, **kwargs):\n"
+        "    if ours(2):\n"
+        "        seen['dataclass'].append(sys._getframe(1).f_globals['__name__'])\n"
+        "    return real_dataclass(*args, **kwargs)\n"
+        "def fields(*args, **kwargs):\n"
+        "    if ours(2):\n"
+        "        seen['fields'].append(sys._getframe(1).f_globals['__name__'])\n"
+        "    return real_fields(*args, **kwargs)\n"
+        "def compile(pattern, flags=0):\n"
+        "    if ours(2):\n"
+        "        seen['regex'].append(str(pattern))\n"
+        "    return real_compile(pattern, flags)\n"
+        "dataclasses.dataclass, msgspec.structs.fields, re.compile = dataclass, fields, compile\n"
+        f"{CONSTRUCT}\n"
+        "print(json.dumps(seen))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
+    assert json.loads(run.stdout) == {"dataclass": [], "fields": [], "regex": ["[a-zA-Z0-9._-]+"]}

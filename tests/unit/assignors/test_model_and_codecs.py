@@ -224,3 +224,37 @@ def test_range_co_partitioned_topics_stay_aligned_with_racks() -> None:
     got = run("range", members, topics)
     for member, tps in got.items():
         assert {p for t, p in tps if t == "t1"} == {p for t, p in tps if t == "t2"}, member
+
+
+def test_value_classes_keep_what_a_custom_assignor_relies_on() -> None:
+    """The value classes are msgspec Structs (issue 26: the dataclasses they were cost ~2.8 ms of every
+    consumer's construction): equality and hashing by fields and class, any iterable for a member's
+    topics and owned partitions, repr, frozenness, pickling, positional patterns, validation."""
+    import pickle
+
+    member = Member("m", ["t"], "i", [("t", 0)], 3, "r", b"u")
+    assert member.topics == frozenset({"t"})
+    assert member.owned_partitions == (("t", 0),)
+    assert member == Member("m", {"t"}, "i", (("t", 0),), 3, "r", b"u")
+    assert hash(member) == hash(Member("m", ("t",), "i", [("t", 0)], 3, "r", b"u"))
+    assert member != Member("m", ["t"], "i", [("t", 0)], 4, "r", b"u")
+    assert member != ("m", frozenset({"t"}), "i", (("t", 0),), 3, "r", b"u")
+    assert repr(TopicInfo(2)) == "TopicInfo(partitions=2, replica_racks=())"
+    with pytest.raises(AttributeError):
+        member.rack = "x"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="negative"):
+        TopicInfo(-1)
+    with pytest.raises(ValueError, match="one entry per partition"):
+        TopicInfo(2, (frozenset({"a"}),))
+    for value in (member, TopicInfo.with_racks([["a"], ["b"]]), MemberAssignment([("t", 1)], b"x")):
+        assert pickle.loads(pickle.dumps(value)) == value
+    assignment = MemberAssignment()
+    assignment.partitions.append(("t", 0))
+    assert assignment == MemberAssignment([("t", 0)])
+    assert MemberAssignment().partitions == []
+    with pytest.raises(TypeError):
+        hash(assignment)
+    match TopicInfo(3):
+        case TopicInfo(partitions, racks):
+            assert (partitions, racks) == (3, ())
+    assert StickyMemberData((("t", 0),), 1) == StickyMemberData((("t", 0),), 1) != StickyMemberData((), 1)

@@ -69,7 +69,7 @@ import msgspec
 
 from benchmarks.common import Environment, Spread, environment, spread, write_json
 from staticconsumer.protocol.api_keys import API_NAMES
-from staticconsumer.testing import EmbeddedKafka
+from staticconsumer.testing import BrokerSettings, EmbeddedKafka
 
 NAME = "fleet"
 SESSION_MS = 30_000
@@ -528,6 +528,10 @@ class Report(msgspec.Struct):
     group_protocol: str = "classic"
     """``classic`` (JoinGroup/SyncGroup: on a static member's rejoin the coordinator writes the whole
     group's assignment) or ``consumer`` (KIP-848, ConsumerGroupHeartbeat: records per member)."""
+    listen_backlog: int | None = None
+    """The broker's ``socket.listen.backlog.size`` when ``--listen-backlog`` set it (None: Kafka's 50). A
+    fleet reconnecting at a broker's return overflows 50 and the kernel drops the excess SYNs (resent
+    after 1 s, then 3 s); docs/connection.md advises raising it on brokers serving a fleet."""
     comparison: str = "separate runs"
     """How the two sizes were compared: ``same processes, interleaved`` (each small member shares a worker
     and its loop with a share of the fleet, its restarts between the fleet's), or ``separate runs`` (before:
@@ -896,7 +900,8 @@ def timeline(path: str, slowest: int) -> None:
 async def parent(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # the prefill's NotLeader retries on new topics
-    with EmbeddedKafka() as kafka:
+    extra = {} if args.listen_backlog is None else {"socket.listen.backlog.size": str(args.listen_backlog)}
+    with EmbeddedKafka(settings=BrokerSettings(extra=extra)) as kafka:
         args.bootstrap = kafka.bootstrap_servers
         env = environment(kafka.version, dirty_paths=("staticconsumer", "benchmarks/fleet.py"))
         small, large, outage = await run(args, kafka)
@@ -918,9 +923,12 @@ async def parent(args: argparse.Namespace) -> None:
         ratio,
         targets,
         group_protocol=args.group_protocol,
+        listen_backlog=args.listen_backlog,
         comparison="same processes, interleaved",
     )
     suffix = "" if args.group_protocol == "classic" else f"_{args.group_protocol}"
+    if args.listen_backlog is not None:
+        suffix += f"_backlog{args.listen_backlog}"
     path = write_json(report, f"{NAME}_{args.members}{suffix}")
     print(f"ratio {ratio:.2f}; targets {targets}: {path}")
 
@@ -938,6 +946,12 @@ def main() -> None:
         choices=("classic", "consumer"),
         default="classic",
         help="consumer: KIP-848 (results in fleet_<members>_consumer.json)",
+    )
+    parser.add_argument(
+        "--listen-backlog",
+        type=int,
+        help="the broker's socket.listen.backlog.size (Kafka's default 50); results in "
+        "fleet_<members>[_consumer]_backlog<N>.json",
     )
     parser.add_argument(
         "--trace", action="store_true", help="time each restart's requests per API (not for the figures)"

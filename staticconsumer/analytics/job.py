@@ -7,18 +7,19 @@ The plan is a few passes over the input, whatever its size (docs/analytics.md, "
    ``seq``; running windows in that order mark repeated records, each session's last timestamp and the
    assignment each release or end belongs to. Materialized (lineage cut); the raw files are never
    read again.
-2. **Records** (:func:`records`): the scan without repeated or malformed lines. No ``dropDuplicates``
-   over array columns (that is a full sort of the input).
+2. **Records** (:func:`records`): the scan without repeated or malformed lines, kept partitioned by
+   group (what every small table groups by first). No ``dropDuplicates`` over array columns (that is
+   a full sort of the input).
 3. **Small tables** from the records: deploy windows, generations, leaders, sessions (a few rows per
    restart; keyed by group, (group, generation), (group, session)).
 4. **Ownership** (:func:`ownership`): each assignment with its releases and the record that ends it,
    found inside the scan's session partitioning; then its partitions exploded and shuffled once, keyed
    by the partition, and one sort gives every interval's handover (gaps, overlaps, moves). This is the
    only stage whose size is partitions x assignments, and it spreads over as many tasks as the fleet
-   has partitions: one huge group is no hot spot.
-5. **One aggregation** for the per-window summary: every contribution is a row placed in its window by a
-   broadcast join on (group, time bucket) with the exact range test (:func:`in_window`), then a single
-   ``groupBy(group, window)``.
+   has partitions: one huge group is no hot spot. Each interval is placed in its deploy windows there.
+5. **One aggregation** for the per-window summary: every contribution is a row in its window (the
+   handovers placed by step 4, the rest by a broadcast join on (group, time bucket) with the exact
+   range test, :func:`in_window`), then a single ``groupBy(group, window)``.
 
 Definitions (docs/analytics.md explains them with examples):
 - A *session* is one consumer run (one ``start()``); a restart of an instance is a new session.

@@ -7,18 +7,19 @@ The plan is a few passes over the input, whatever its size (docs/analytics.md, "
    ``seq``; running windows in that order mark repeated records, each session's last timestamp and the
    assignment each release or end belongs to. Materialized (lineage cut); the raw files are never
    read again.
-2. **Records** (:func:`records`): the scan without repeated or malformed lines. No ``dropDuplicates``
-   over array columns (that is a full sort of the input).
+2. **Records** (:func:`records`): the scan without repeated or malformed lines, kept partitioned by
+   group (what every small table groups by first). No ``dropDuplicates`` over array columns (that is
+   a full sort of the input).
 3. **Small tables** from the records: deploy windows, generations, leaders, sessions (a few rows per
    restart; keyed by group, (group, generation), (group, session)).
 4. **Ownership** (:func:`ownership`): each assignment with its releases and the record that ends it,
    found inside the scan's session partitioning; then its partitions exploded and shuffled once, keyed
    by the partition, and one sort gives every interval's handover (gaps, overlaps, moves). This is the
    only stage whose size is partitions x assignments, and it spreads over as many tasks as the fleet
-   has partitions: one huge group is no hot spot.
-5. **One aggregation** for the per-window summary: every contribution is a row placed in its window by a
-   broadcast join on (group, time bucket) with the exact range test (:func:`in_window`), then a single
-   ``groupBy(group, window)``.
+   has partitions: one huge group is no hot spot. Each interval is placed in its deploy windows there.
+5. **One aggregation** for the per-window summary: every contribution is a row in its window (the
+   handovers placed by step 4, the rest by a broadcast join on (group, time bucket) with the exact
+   range test, :func:`in_window`), then a single ``groupBy(group, window)``.
 
 Definitions (docs/analytics.md explains them with examples):
 - A *session* is one consumer run (one ``start()``); a restart of an instance is a new session.
@@ -294,9 +295,17 @@ def _owner(instance: Column, member: Column) -> Column:
 
 def records(scanned: DataFrame) -> DataFrame:
     """One row per distinct ``(session, seq)``, without partitions (``n`` counts them). Materialized:
-    every small table is built from it, and its rows are few (one per line)."""
+    every small table is built from it, and its rows are few (one per line).
+
+    Kept hash-partitioned by group: every small table groups or orders by the group first (deploy
+    windows, generations, leaders, sessions), so their aggregations and windows run where the rows
+    are. Planned from rows partitioned by session, each of them shuffled the records again, a Spark job
+    per shuffle under adaptive execution (a tenth of a CPU-second each at any size: the planning
+    step's 25 small jobs).
+    """
     live = scanned.where(F.col("problem").isNull() & ~F.col("dup"))
-    return materialize(live.select("row_id", *_USED, "n", "session_last_ts"), CACHE)
+    rows = live.select("row_id", *_USED, "n", "session_last_ts")
+    return materialize_partitioned(rows.repartition(shuffle_partitions(rows), "group"), CACHE)
 
 
 # -- deploy windows --------------------------------------------------------------------------------
@@ -681,7 +690,9 @@ def _first_release(key: Column) -> Column:
     return found.when(F.size(releases) > _INLINE_RELEASES, F.when(later.isNotNull(), later_end))
 
 
-def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: Options) -> DataFrame:
+def ownership(
+    scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: Options, placement: Placement
+) -> DataFrame:
     """Who owned each partition when, and how each interval was handed over from the ones before it.
 
     One row per (session, assignment, partition). An interval ends at the session's own revoke or lost
@@ -696,6 +707,10 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
     gives every handover. Generation order is immune to clock skew, so only handovers inside one
     generation depend on clocks. The result is materialized; the ownership, gaps, overlaps and moves tables
     are projections and filters of it.
+
+    Every interval is placed in its deploy windows here, once: ``window`` (of its start, which is where
+    its overlap or move happened too) and ``gap_window`` (of the previous owners' end, where its gap
+    began). The tables and the summary read them instead of each joining the windows again.
     """
     assignments = _assignments(scanned)
     next_gen = gens.select(
@@ -799,7 +814,8 @@ def ownership(scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: 
         F.col("prev.end_inferred").alias("prev_end_inferred"),
         "prev_owner_in_order",
     )
-    return materialize_partitioned(handed, BIG)
+    handed = in_window(handed, placement, "prev_end_ts").withColumnRenamed("window", "gap_window")
+    return materialize_partitioned(in_window(handed, placement, "start_ts"), BIG)
 
 
 @dataclass(frozen=True)
@@ -825,7 +841,8 @@ def _handover_kinds(options: Options) -> _HandoverKinds:
 
 
 def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances.
+    """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances,
+    each with the deploy window it happened in (placed by :func:`ownership`).
 
     Each keeps ``_pkey`` (the partition's hash, by which ``handed`` is partitioned) for the summary;
     the tables drop it.
@@ -841,6 +858,7 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("owner").alias("to_owner"),
         F.col("prev_end_inferred").alias("after_inferred_end"),
         F.col("generation").alias("to_generation"),
+        F.col("gap_window").alias("window"),
     )
     overlap_end = kinds.overlap_end
     overlaps = handed.where(kinds.is_overlap).select(
@@ -853,6 +871,7 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("session").alias("later_session"),
         F.col("owner").alias("later_owner"),
         F.col("generation").alias("later_generation"),
+        "window",
     )
     moves = handed.where(kinds.is_move).select(
         *keys,
@@ -860,6 +879,7 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("prev_owner_in_order").alias("from_owner"),
         F.col("owner").alias("to_owner"),
         "generation",
+        "window",
     )
     return gaps, overlaps, moves
 
@@ -905,23 +925,25 @@ def _contribution(frame: DataFrame, ts: str, **values: Column) -> DataFrame:
 
 
 def _handover_rows(handed: DataFrame, options: Options) -> DataFrame:
-    """Every gap, overlap and move of ``handed`` as one row (kind, ``_ts``, seconds), in one read.
+    """Every gap, overlap and move of ``handed`` as one row (kind, window, seconds), in one read.
 
     The conditions of :func:`handovers` (the tables), but the summary reads the intervals once instead
-    of once per kind, and places all three in their windows with one join.
+    of once per kind, with the windows :func:`ownership` placed them in.
     """
     kinds = _handover_kinds(options)
 
-    def kind(condition: Column, code: int, ts: Column, seconds: Column) -> Column:
+    def kind(condition: Column, code: int, window: Column, seconds: Column) -> Column:
         return F.when(
             condition,
-            F.struct(F.lit(code).alias("kind"), ts.alias("ts"), seconds.cast("double").alias("seconds")),
+            F.struct(
+                F.lit(code).alias("kind"), window.alias("window"), seconds.cast("double").alias("seconds")
+            ),
         )
 
     found = F.array(
-        kind(kinds.is_gap, _GAP, F.col("prev_end_ts"), F.col("gap")),
-        kind(kinds.is_overlap, _OVERLAP, F.col("start_ts"), kinds.overlap_end - F.col("start_ts")),
-        kind(kinds.is_move, _MOVE, F.col("start_ts"), F.lit(None)),
+        kind(kinds.is_gap, _GAP, F.col("gap_window"), F.col("gap")),
+        kind(kinds.is_overlap, _OVERLAP, F.col("window"), kinds.overlap_end - F.col("start_ts")),
+        kind(kinds.is_move, _MOVE, F.col("window"), F.lit(None)),
     )
     rows = (
         handed.where(kinds.is_gap | kinds.is_overlap | kinds.is_move)
@@ -934,7 +956,7 @@ def _handover_rows(handed: DataFrame, options: Options) -> DataFrame:
         "topic",
         "partition",
         F.col("_h.kind").alias("_kind"),
-        F.col("_h.ts").alias("_ts"),
+        F.col("_h.window").alias("window"),
         F.col("_h.seconds").alias("_seconds"),
     )
 
@@ -959,7 +981,7 @@ def summary(
     kind, seconds = F.col("_kind"), F.col("_seconds")
     gap_count = F.count_if(kind == _GAP)
     per_partition = (
-        in_window(_handover_rows(handed, options), placement, "_ts")
+        _handover_rows(handed, options)
         .groupBy("_pkey", "group", "window", "topic", "partition")
         .agg(
             gap_count.alias("unowned_gaps"),
@@ -1072,7 +1094,7 @@ def build(
     leader_table = materialize(in_window(leaders(events, members), placement, "ts"), CACHE)
     session_table = materialize(sessions(events), CACHE)
     log_end = events.groupBy("group").agg(F.max("ts").alias("log_end_ts"))
-    handed = ownership(scanned, gens, log_end, options)
+    handed = ownership(scanned, gens, log_end, options, placement)
     gaps, overlaps, moves = handovers(handed, options)
     intervals = handed.select(
         "group",
@@ -1088,6 +1110,7 @@ def build(
         "ended_by",
         "end_inferred",
         "session_last_ts",
+        "window",
     )
     windows_table = materialize(
         summary(placement, gens, events, handed, options, session_table, leader_table), CACHE
@@ -1102,10 +1125,10 @@ def build(
         windows=windows_table,
         generations=gens,
         leaders=leader_table,
-        ownership=in_window(intervals, placement, "start_ts"),
-        gaps=in_window(gaps.drop("_pkey"), placement, "gap_start_ts"),
-        overlaps=in_window(overlaps.drop("_pkey"), placement, "overlap_start_ts"),
-        moves=in_window(moves.drop("_pkey"), placement, "ts"),
+        ownership=intervals,
+        gaps=gaps.drop("_pkey"),
+        overlaps=overlaps.drop("_pkey"),
+        moves=moves.drop("_pkey"),
         sessions=in_window(session_table, placement, "start_ts"),
         malformed=malformed_counts,
     )

@@ -262,8 +262,14 @@ def _analyze(
                 frame.write.mode("overwrite").parquet(f"{out}/{name}")
         # From here on (the summary, the report, the caller) the written tables are read: a filtered
         # Parquet scan reads a few columns, where the plan's frames would decode whole cached rows
-        # and place each in its window again.
-        tables = job.Tables(**{name: session.read.parquet(f"{out}/{name}") for name in tables.as_dict()})
+        # and place each in its window again. Read with the schema they were written with: without it
+        # each read is a Spark job listing the files and reading a footer (nine one-task jobs).
+        tables = job.Tables(
+            **{
+                name: session.read.schema(frame.schema).parquet(f"{out}/{name}")
+                for name, frame in tables.as_dict().items()
+            }
+        )
     with progress.step("per-window summary"):
         windows = _rows(tables.windows.orderBy("group", "window"), MAX_SUMMARY_ROWS)
         malformed = _rows(tables.malformed.orderBy(F.desc("lines")), MALFORMED_FILES_SHOWN)

@@ -117,21 +117,59 @@ coordinator more than the round trip it saves."""
 
 
 class _Inbox:
-    """The loop's events in arrival order: one reader, never bounded."""
+    """The loop's events in arrival order: one reader, never bounded.
+
+    The reader waits for the next event or the machine's next deadline on one plain future, woken by
+    :meth:`put` or by a timer that is armed once per deadline (kept while the deadline stays, as it does
+    between a heartbeat's request and its answer) rather than an ``asyncio.timeout`` per turn, whose
+    expiry cancels the reader and unwinds an exception (issue 27: an idle member's thread wakes for
+    little else than its heartbeats, so those turns were most of its CPU)."""
 
     def __init__(self) -> None:
         self._events: deque[events.Event] = deque()
-        self._arrived = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
 
     def put(self, event: events.Event) -> None:
         self._events.append(event)
-        self._arrived.set()
+        self._wake()
 
-    async def get(self) -> events.Event:
-        while not self._events:
-            self._arrived.clear()
-            await self._arrived.wait()
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _expired(self) -> None:
+        self._timer, self._timer_at = None, None
+        self._wake()
+
+    async def get(self, deadline: float | None = None, now: float = 0.0) -> events.Event | None:
+        """The next event; None once ``deadline`` (monotonic seconds, as ``now``) passed without one."""
+        if not self._events:
+            if deadline is not None and deadline <= now:
+                return None
+            loop = asyncio.get_running_loop()
+            if deadline != self._timer_at:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer, self._timer_at = None, deadline
+                if deadline is not None:
+                    self._timer = loop.call_later(deadline - now, self._expired)
+            self._waiter = waiter = loop.create_future()
+            try:
+                await waiter  # woken by put() or by the deadline's timer
+            finally:
+                self._waiter = None
+            if not self._events:
+                return None
         return self._events.popleft()
+
+    def close(self) -> None:
+        """Cancel the deadline's timer (the loop ended)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = None, None
 
 
 class MembershipLoop:
@@ -332,19 +370,13 @@ class MembershipLoop:
                     events.Start(now=self.now(), protocols=self.protocols(), topics=topics, pattern=pattern)
                 )
                 while not self.stopped.is_set():
-                    deadline = self.machine.next_deadline()
-                    event: events.Event | None = None
-                    wait = None if deadline is None else max(0.0, deadline - self.now())
-                    try:
-                        async with asyncio.timeout(wait):
-                            event = await self._inbox.get()
-                    except TimeoutError:
-                        pass  # the deadline came first
-                    await self._step(event or events.Tick(now=self.now()))
+                    event = await self._inbox.get(self.machine.next_deadline(), self.now())
+                    await self._step(event or events.Tick(now=self.now()))  # None: the deadline came
                 for child in list(self._children):  # requests, callbacks, duties: done with the machine
                     child.cancel()
         finally:
             self._task_group = None
+            self._inbox.close()
             waiting, self._commits = self._commits, {}
             for done in waiting.values():
                 done(self.stop_error or StaticConsumerError("consumer stopped"))

@@ -102,8 +102,15 @@ POLL_REPORT_SHARE = 0.01
 """...or this share of ``max.poll.interval.ms`` if shorter (with the default 300 s, 1 % is 3 s)."""
 
 APPLICATION_WATCH_SECONDS = 5.0
-"""How often the membership thread checks that the application's event loop still exists: seldom, since
-each check wakes an idle member's thread (an orphan then stops within seconds, well within a session)."""
+"""How often the membership thread checks that the application's event loop still exists while the
+machine does not run yet: seldom, since each check wakes an idle member's thread (an orphan then stops
+within seconds, well within a session). Once it runs, every step of the membership loop checks (a
+heartbeat at the latest while joined), so no timer of its own wakes the thread for it."""
+
+APPLICATION_BACKSTOP_SECONDS = 60.0
+"""How often the timer still checks while the machine runs: for states without a next step (a member
+waiting for the application to poll again after max.poll.interval.ms), whose thread would otherwise
+outlive an application that exited without stop()."""
 
 
 async def check_static_membership_supported(
@@ -302,6 +309,7 @@ class MembershipThread:
             POLL_REPORT_MAX_SECONDS, settings.max_poll_interval_ms / 1000 * POLL_REPORT_SHARE
         )
         self._app_loop: asyncio.AbstractEventLoop | None = None
+        self._orphan_stopped = False
         self._client: Any = None
         self._running = False
         """The machine runs (it waits for a first subscription when started without one)."""
@@ -649,7 +657,7 @@ class MembershipThread:
                     metadata_refresh_ms=settings.metadata_max_age_ms,
                     version_caps=self._version_caps,
                     known_coordinator=access.coordinator,
-                    polled=lambda: self._polled_at,
+                    polled=self._at_step,
                     known_metadata=_probed_metadata(answer),
                 )
             except BaseException as error:
@@ -746,9 +754,23 @@ class MembershipThread:
     async def _watch_application(self) -> None:
         """An application that exits without stop() leaves no orphan member heartbeating forever."""
         while True:
-            await asyncio.sleep(APPLICATION_WATCH_SECONDS)
-            app_loop = self._app_loop
-            if app_loop is not None and app_loop.is_closed() and self._membership is not None:
-                log.warning("the application's event loop closed without stop(); stopping membership")
-                self._begin_stop(leave_group=False)
+            await asyncio.sleep(APPLICATION_BACKSTOP_SECONDS if self._running else APPLICATION_WATCH_SECONDS)
+            if self._orphaned():
                 return
+
+    def _at_step(self) -> float:
+        """Read by the membership loop at each step: when the application last polled. An application
+        loop closed without stop() is noticed here too (see APPLICATION_WATCH_SECONDS)."""
+        self._orphaned()
+        return self._polled_at
+
+    def _orphaned(self) -> bool:
+        """Whether the application's event loop closed without stop(): then the membership stops (once)."""
+        app_loop = self._app_loop
+        if app_loop is None or not app_loop.is_closed() or self._membership is None:
+            return False
+        if not self._orphan_stopped:
+            self._orphan_stopped = True
+            log.warning("the application's event loop closed without stop(); stopping membership")
+            self._begin_stop(leave_group=False)
+        return True

@@ -4,6 +4,7 @@ written by both threads, gives one exception per error and stays small."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from collections.abc import Iterator
@@ -101,3 +102,29 @@ def test_the_explained_errors_kept_stay_few() -> None:
     explained = [membership._explain(error) for error in errors]
     assert len(membership._explained) == EXPLAINED_KEPT
     assert membership._explain(errors[-1]) is explained[-1], "the newest are kept"
+
+
+class _StopRecorder:
+    def __init__(self) -> None:
+        self.stops: list[bool] = []
+
+    def stop(self, leave_group: bool) -> None:
+        self.stops.append(leave_group)
+
+
+def test_a_step_after_the_application_loop_closed_stops_the_membership_once() -> None:
+    """An idle member's thread has no timer of its own for this while the machine runs: its steps (a
+    heartbeat at the latest) notice an application that exited without stop()."""
+    membership = _thread()
+    recorder = _StopRecorder()
+    membership._membership = recorder  # type: ignore[assignment]
+    membership._running = True
+    membership._polled_at = 12.5
+    app_loop = asyncio.new_event_loop()
+    membership._app_loop = app_loop
+    assert membership._at_step() == 12.5
+    assert recorder.stops == [], "a running application loop is no orphan"
+    app_loop.close()
+    assert membership._at_step() == 12.5
+    assert membership._at_step() == 12.5
+    assert recorder.stops == [False], "stopped once, without leaving (static membership is kept)"

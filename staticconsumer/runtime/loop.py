@@ -422,9 +422,18 @@ class MembershipLoop:
 
     def _spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         assert self._task_group is not None
-        child = self._task_group.create_task(work())
-        self._children.add(child)
-        child.add_done_callback(self._children.discard)
+        self._children.add(self._task_group.create_task(self._child(work)))
+
+    async def _child(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """A spawned task leaves ``_children`` as it ends, rather than by a done callback, which cost each
+        request (an idle member's heartbeat) one more turn of the membership loop (issue 27: idle CPU).
+        One cancelled before its first step stays there, cancelled: only the loop's end reads them."""
+        try:
+            await work()
+        finally:
+            task = asyncio.current_task()
+            if task is not None:
+                self._children.discard(task)
 
     def _dispatch(self, action: actions.Action) -> None:
         if isinstance(action, actions.SendJoinGroup):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from staticconsumer.consumer import DuplicateInstanceIdError, StaticConsumer
 from staticconsumer.errors import ConfigurationError
+from staticconsumer.membership import TopicPartition
 from staticconsumer.testing import EmbeddedKafka
 
 from .support import (
@@ -265,3 +267,51 @@ async def test_a_new_member_triggers_an_eager_rebalance_with_revoke_and_commit_f
                 "the revoke committed every returned record's position before rejoining"
             )
             assert await asyncio.wait_for(second.getmany(timeout_ms=500), 5) == {}, "nothing re-delivered"
+
+
+async def test_a_restarting_member_of_a_large_topic_reads_only_its_own_committed_offsets(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above PREFETCH_MAX_PARTITIONS (256) the join reads no offsets ahead for the whole topic (a fleet
+    member decoded 600 to keep 2, issue 27): the restarted member sends one OffsetFetch, for exactly
+    the partitions it was assigned."""
+    from staticconsumer.runtime import loop as loop_module
+    from staticconsumer.runtime.loop import PREFETCH_MAX_PARTITIONS
+
+    assert PREFETCH_MAX_PARTITIONS < 300
+    topic = create_topic(partitions=300)  # two members of 150 each: a fleet's shape, smaller
+
+    def member(instance: str) -> StaticConsumer:
+        return StaticConsumer(
+            topic,
+            bootstrap_servers=kafka_broker.bootstrap_servers,
+            group_id=unique_group,
+            group_instance_id=instance,
+            enable_auto_commit=False,
+            **FAST,
+        )
+
+    other = member("pod-0")
+    async with other:
+        first = member("pod-1")
+        async with first:
+            await asyncio.gather(until_assigned(other), until_assigned(first))
+            await eventually(lambda: len(first.assignment()) == 150, 20, "two members of 150")
+            mine = first.assignment()
+        read: list[frozenset[TopicPartition]] = []
+        fetch_committed = loop_module.fetch_committed
+
+        async def recorded(
+            client: object, group_id: str, partitions: frozenset[TopicPartition], **kw: Any
+        ) -> Any:
+            read.append(partitions)  # on the membership thread: one append per OffsetFetch
+            return await fetch_committed(client, group_id, partitions, **kw)
+
+        monkeypatch.setattr(loop_module, "fetch_committed", recorded)
+        again = member("pod-1")
+        async with again:
+            assert again.assignment() == mine
+            assert read == [frozenset((tp.topic, tp.partition) for tp in mine)], "the assignment's, once"

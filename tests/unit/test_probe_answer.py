@@ -61,3 +61,38 @@ async def test_a_client_adopts_an_answer_with_brokers_and_refuses_one_without() 
         assert client.cluster.partitions_for_topic("missing") is None
     finally:
         await client.close()
+
+
+def _cluster_way(answer: _aiokafka.ProbeAnswer) -> dict[str, list[PartitionReplicas]]:
+    """What topic_partitions() answered until issue 27: the answer applied to a ClusterMetadata of its own."""
+    from aiokafka.cluster import ClusterMetadata
+
+    cluster = ClusterMetadata()
+    cluster.update_metadata(answer.cluster_metadata())
+    return _aiokafka._replicas(cluster, [str(row[1]) for row in answer.response.topics])
+
+
+def test_partitions_read_from_the_rows_equal_a_cluster_metadata_of_the_answer() -> None:
+    """Read straight from the answer's rows (no ClusterMetadata built per start): the same partitions and
+    racks as applying the answer, including a repeated partition row, a partition row with an error, a
+    topic without partitions and an answer without brokers (which a client ignores: nothing known)."""
+    nodes = [(1, "127.0.0.1", 9001, "a"), (2, "127.0.0.1", 9002, None), (3, "127.0.0.1", 9003, "c")]
+    rows = [(0, 2, 1, [1, 3], [1]), (9, 0, -1, [2, 3], []), (0, 1, 2, [], []), (0, 2, 3, [3], [3])]
+    cases = [
+        MetadataResponse_v1(
+            nodes, 1, [(0, "orders", False, rows), (0, "empty", False, []), (5, "x", False, rows)]
+        ),
+        MetadataResponse_v1([(n, h, p, None) for n, h, p, _ in nodes], 1, [(0, "orders", True, rows)]),
+        MetadataResponse_v1([], 1, [(0, "orders", False, rows)]),
+        _answer({1: "a", 2: "b"}, {p: [1 + p % 2, 2 - p % 2] for p in range(600)}),
+    ]
+    for response in cases:
+        answer = _aiokafka.ProbeAnswer(response, named_topics=True)
+        assert answer.topic_partitions() == _cluster_way(answer)
+    assert _aiokafka.ProbeAnswer(cases[0], named_topics=True).topic_partitions() == {
+        "orders": [
+            PartitionReplicas(0, frozenset({"c"})),
+            PartitionReplicas(1, frozenset()),
+            PartitionReplicas(2, frozenset({"c"})),
+        ]
+    }

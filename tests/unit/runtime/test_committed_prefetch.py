@@ -165,3 +165,23 @@ async def test_the_bootstrap_probes_metadata_spares_the_first_joins_read_and_fee
         "t": [PartitionReplicas(0, frozenset())]
     }
     assert reads == [frozenset({"t"})]
+
+
+async def test_a_fleet_members_subscription_is_not_read_ahead() -> None:
+    """A topic of 600 partitions (300 members' worth): the read ahead would decode every partition's
+    offset before the assigned callback, ~1 ms of the membership thread per restart; only the
+    assignment's are read. A small subscription still is read ahead."""
+    coordinator = Coordinator({tp(0): 7})
+    loop = await joined_loop(600, coordinator)
+    committed = await prefetched_then_assigned(loop, 5, assigned(5, 0, 1))
+    assert committed == {tp(0): 7, tp(1): -1}
+    assert coordinator.reads == [(frozenset({tp(0), tp(1)}), False)]
+
+    coordinator = Coordinator({tp(0): 7})
+    loop = await joined_loop(loop_module.PREFETCH_MAX_PARTITIONS, coordinator)
+    await prefetched_then_assigned(loop, 5, assigned(5, 0, 1))
+    assert coordinator.reads[0] == (
+        frozenset(tp(p) for p in range(loop_module.PREFETCH_MAX_PARTITIONS)),
+        True,
+    )
+    assert len(coordinator.reads) == 1

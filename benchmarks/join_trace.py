@@ -9,7 +9,12 @@ sees either client's requests), plus, for staticconsumer, every membership event
 produced. Printed per repeat: what the old process did from its stop request, the new process's
 requests from its spawn, and what the two other members did until everyone was assigned again
 (revocation, rejoin, sync, offset fetch), with the partition-seconds owned by nobody in each of the
-two rebalances (the leave, until the new spawn; the join, after it).
+two rebalances (the leave, until the new spawn; the join, after it). And the race that decides whether
+the restart costs one rebalance or two (:func:`race`): seconds from the old process's LeaveGroup to
+each remaining member's JoinGroup and to the new process's first JoinGroup. The coordinator ends the
+join phase once every known member (and every member it told MEMBER_ID_REQUIRED) has joined, so a new
+process whose first JoinGroup comes after the last remaining member's is left out of that generation,
+and its own JoinGroup starts a second rebalance.
 
     .venv/bin/python -m benchmarks.join_trace [--repeats 3] [--clients staticconsumer aiokafka]
         [--out trace.json]
@@ -91,6 +96,34 @@ def spawn(client: str, index: int, bootstrap: str, topic: str, group: str, stati
     return Member(index, spawned_at, events, stop)
 
 
+def race(old: Member, new: Member, others: list[Member]) -> dict[str, Any] | None:
+    """Seconds from the old process's LeaveGroup to each remaining member's first JoinGroup after it
+    (``others``, sorted) and to the new process's first JoinGroup (``new``); ``missed``: the new one
+    came after the last of them, so the join phase the leave started ended without it. None when the
+    old process sent no LeaveGroup (a static member) or a JoinGroup is missing from the trace."""
+    leave = _first_request(old, "LeaveGroup", old.stop_requested_at or 0.0)
+    if leave is None:
+        return None
+    joins = [_first_request(m, "JoinGroup", leave) for m in others]
+    new_join = _first_request(new, "JoinGroup", leave)
+    if new_join is None or not joins or any(j is None for j in joins):
+        return None
+    rejoined = sorted(j - leave for j in joins if j is not None)
+    return {"others": rejoined, "new": new_join - leave, "missed": new_join - leave > rejoined[-1]}
+
+
+def _first_request(member: Member, api: str, after: float) -> float | None:
+    """When ``member`` first sent ``api`` at or after ``after`` (its traced ``wire`` events)."""
+    return next(
+        (
+            float(e["sent"])
+            for e in list(member.events)
+            if e["e"] == "wire" and e["api"] == api and e["sent"] >= after
+        ),
+        None,
+    )
+
+
 def describe(event: Event, zero: float) -> str:
     at = _when(event) - zero
     kind = event["e"]
@@ -156,6 +189,7 @@ async def one(
                 gaps.append(later[0] - r)
     leave = unowned_partition_seconds(everyone, partitions, stopped, zero)
     join = unowned_partition_seconds(everyone, partitions, zero, end)
+    raced = race(old, new, members[1:])
     if show:
         print(f"\n== {client}: member 0 stopped at {stopped - zero:+.3f}, new process spawned at 0")
         print("-- the old process, from its stop request (seconds from the new spawn)")
@@ -175,6 +209,14 @@ async def one(
                         break
                     print("  " + describe(e, zero))
         print(f"unowned partition-seconds: leave {leave:.2f}, join {join:.2f}")
+    if raced is not None:
+        others = raced["others"]
+        print(
+            f"race from the LeaveGroup: remaining members rejoined {others[0]:+.3f}..{others[-1]:+.3f} s, "
+            f"new process's JoinGroup {raced['new']:+.3f} s: "
+            + ("missed that join phase (a second rebalance)" if raced["missed"] else "in that join phase"),
+            flush=True,
+        )
     return {
         "client": client,
         "new": steps,
@@ -182,6 +224,7 @@ async def one(
         "unowned_leave": leave,
         "unowned_join": join,
         "revoke_to_assigned": gaps,
+        "race": raced,
         "events": [m.events for m in everyone],
     }
 
@@ -232,6 +275,15 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  {'':15} other members' revoke -> assigned: median {statistics.median(gaps):.3f} s, "
                 f"max {max(gaps):.3f} s over {len(gaps)}"
+            )
+        raced = [r["race"] for r in mine if r["race"] is not None]
+        if raced:
+            last = statistics.median(r["others"][-1] for r in raced)
+            new = statistics.median(r["new"] for r in raced)
+            missed = sum(r["missed"] for r in raced)
+            print(
+                f"  {'':15} from the LeaveGroup: last remaining member rejoined {last:+.3f} s, new "
+                f"process's JoinGroup {new:+.3f} s (medians); missed the join phase {missed} of {len(raced)}"
             )
     if args.out:
         args.out.write_text(json.dumps(runs) + "\n")

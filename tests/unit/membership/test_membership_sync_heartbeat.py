@@ -162,6 +162,31 @@ def test_heartbeats_every_interval_while_stable() -> None:
     assert sent_at == [1.0, 2.0, 3.0]
 
 
+def test_after_a_rejoin_heartbeats_restart_one_interval_from_the_join_answer() -> None:
+    """Java's resetTimeouts: the cadence restarts when JoinGroup is answered, not where it was before the
+    rebalance. Every member of a generation is answered at once, so they heartbeat together afterwards
+    (as aiokafka's, whose heartbeat task restarts after each join); docs/membership.md, Heartbeat timing."""
+    h = Harness()
+    h.become_stable(generation=2)
+    hb = h.heartbeat_due()
+    before = h.now
+    revoked = one(
+        h.feed(ev.HeartbeatResponse, token=hb.token, error_code=ErrorCode.REBALANCE_IN_PROGRESS),
+        act.PartitionsRevoked,
+    )
+    join = one(h.finish_callback(revoked), act.SendJoinGroup)
+    assert not of(h.run_until(before + 1.7), act.SendHeartbeat), "no heartbeat while the JoinGroup is out"
+    answered = h.now
+    one(h.join_answer(join, generation=3, member_id=STATIC_ID), act.SendSyncGroup)
+    sent_at = []
+    for _ in range(2):
+        hb = h.heartbeat_due()
+        sent_at.append(round(h.now - answered, 6))
+        assert hb.generation == 3
+        h.feed(ev.HeartbeatResponse, token=hb.token)
+    assert sent_at == [1.0, 2.0], "not 0.3 s after the answer, where the old cadence would have put it"
+
+
 def test_heartbeats_also_while_waiting_for_sync() -> None:
     h = Harness()
     _completing(h)

@@ -339,40 +339,63 @@ async def topic_partitions(
     """
     if topics is None:
         cluster = await client.fetch_all_metadata()
-    elif not topics:
-        return {}
-    else:
-        from aiokafka.cluster import ClusterMetadata
-        from aiokafka.protocol.metadata import MetadataRequest
-
-        response = await client.send(
-            any_node(client), MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
+        brokers = cluster.brokers()
+        wanted = cluster.topics(exclude_internal_topics=not internal)
+        return _with_racks(
+            {broker.nodeId: broker.rack for broker in brokers if broker.rack},
+            (
+                (
+                    topic,
+                    {
+                        p: getattr(row, "replicas", ())
+                        for p, row in cluster._partitions.get(topic, {}).items()
+                    },
+                )
+                for topic in sorted(wanted)
+            ),
         )
-        cluster = ClusterMetadata()
-        cluster.update_metadata(response)
-    wanted = cluster.topics(exclude_internal_topics=not internal) if topics is None else topics
-    return _replicas(cluster, wanted)
+    if not topics:
+        return {}
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    response = await client.send(
+        any_node(client), MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
+    )
+    return metadata_partitions(response)
 
 
-def _replicas(cluster: Any, wanted: Iterable[str]) -> dict[str, list[PartitionReplicas]]:
-    """Partitions and replica racks of the ``wanted`` topics that ``cluster`` (ClusterMetadata) knows."""
-    result: dict[str, list[PartitionReplicas]] = {}
-    racks_of = {broker.nodeId: broker.rack for broker in cluster.brokers() if broker.rack}
+def metadata_partitions(response: Any) -> dict[str, list[PartitionReplicas]]:
+    """The partitions and replica racks of the topics an aiokafka MetadataResponse (any version) found,
+    read from its rows as ``ClusterMetadata.update_metadata`` would hold them, without building one (a
+    600-partition answer costs ~1 ms to apply, for rows read once, issue 27): the one reader of a named
+    Metadata answer, for the bootstrap probe's (:meth:`ProbeAnswer.topic_partitions`) and the membership's
+    (:func:`topic_partitions`). An answer naming no broker is ignored there, so nothing is known here."""
+    if not response.brokers:
+        return {}
+    at = 2 if response.API_VERSION == 0 else 3  # a topic row's partitions, as update_metadata reads them
+    return _with_racks(
+        {int(b[0]): str(b[3]) for b in response.brokers if len(b) > 3 and b[3]},
+        ((str(row[1]), {int(p[1]): p[3] for p in row[at]}) for row in response.topics if row[0] == 0),
+    )
+
+
+def _with_racks(
+    racks_of: Mapping[int, str], topics: Iterable[tuple[str, Mapping[int, Iterable[int] | None]]]
+) -> dict[str, list[PartitionReplicas]]:
+    """Each topic's partitions in order with the racks of their replicas (``racks_of``: node -> rack of
+    the brokers that have one); a topic without partitions is left out, as ClusterMetadata does."""
     no_racks: frozenset[str] = frozenset()
-    for topic in wanted:
-        partitions = cluster.partitions_for_topic(topic)
-        if not partitions:
+    result: dict[str, list[PartitionReplicas]] = {}
+    for topic, replicas_of in topics:
+        if not replicas_of:
             continue
         if not racks_of:  # no broker has a rack (most clusters): nothing to look up per replica
-            result[topic] = [PartitionReplicas(partition, no_racks) for partition in sorted(partitions)]
+            result[topic] = [PartitionReplicas(p, no_racks) for p in sorted(replicas_of)]
             continue
-        details = cluster._partitions.get(topic, {})
-        rows = []
-        for partition in sorted(partitions):
-            replicas = getattr(details.get(partition), "replicas", ()) or ()
-            racks = frozenset(racks_of[node] for node in replicas if node in racks_of)
-            rows.append(PartitionReplicas(partition, racks))
-        result[topic] = rows
+        result[topic] = [
+            PartitionReplicas(p, frozenset(racks_of[n] for n in replicas_of[p] or () if n in racks_of))
+            for p in sorted(replicas_of)
+        ]
     return result
 
 
@@ -499,30 +522,7 @@ class ProbeAnswer(NamedTuple):
         membership need not ask the same question again at start; None when the probe named none."""
         if not self.named_topics:
             return None
-        response = self.response
-        if not response.brokers:  # what ClusterMetadata.update_metadata ignores: nothing known
-            return {}
-        # Read from the answer's rows as ClusterMetadata would hold them (found topics, every partition
-        # row, replicas' racks), not through a ClusterMetadata of its own: applying a 600-partition answer
-        # costs ~1 ms of a fleet member's start before its JoinGroup, for rows read once (issue 27).
-        racks_of = {int(b[0]): str(b[3]) for b in response.brokers if len(b) > 3 and b[3]}
-        no_racks: frozenset[str] = frozenset()
-        result: dict[str, list[PartitionReplicas]] = {}
-        at = 2 if response.API_VERSION == 0 else 3  # a topic row's partitions, as update_metadata reads them
-        for row in response.topics:
-            if row[0] != 0:
-                continue
-            replicas_of = {int(p[1]): p[3] for p in row[at]}
-            if not replicas_of:
-                continue
-            if not racks_of:
-                result[str(row[1])] = [PartitionReplicas(p, no_racks) for p in sorted(replicas_of)]
-                continue
-            result[str(row[1])] = [
-                PartitionReplicas(p, frozenset(racks_of[n] for n in replicas_of[p] or () if n in racks_of))
-                for p in sorted(replicas_of)
-            ]
-        return result
+        return metadata_partitions(self.response)
 
     def found_topics(self) -> list[str]:
         """The named topics the answer found, as the keys of :meth:`topic_partitions` but without building

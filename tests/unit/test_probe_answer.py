@@ -69,7 +69,22 @@ def _cluster_way(answer: _aiokafka.ProbeAnswer) -> dict[str, list[PartitionRepli
 
     cluster = ClusterMetadata()
     cluster.update_metadata(answer.cluster_metadata())
-    return _aiokafka._replicas(cluster, [str(row[1]) for row in answer.response.topics])
+    return _from_cluster(cluster, [str(row[1]) for row in answer.response.topics])
+
+
+def _from_cluster(cluster: Any, topics: list[str]) -> dict[str, list[PartitionReplicas]]:
+    """The reference: partitions and replica racks as a ClusterMetadata holds them."""
+    racks = {b.nodeId: b.rack for b in cluster.brokers() if b.rack}
+    result = {}
+    for topic in topics:
+        partitions = cluster.partitions_for_topic(topic)
+        if partitions:
+            rows = cluster._partitions[topic]
+            result[topic] = [
+                PartitionReplicas(p, frozenset(racks[n] for n in rows[p].replicas if n in racks))
+                for p in sorted(partitions)
+            ]
+    return result
 
 
 def test_partitions_read_from_the_rows_equal_a_cluster_metadata_of_the_answer() -> None:
@@ -96,3 +111,55 @@ def test_partitions_read_from_the_rows_equal_a_cluster_metadata_of_the_answer() 
             PartitionReplicas(2, frozenset({"c"})),
         ]
     }
+
+
+class _Client:
+    """What topic_partitions asks of an aiokafka client, answering from one Metadata response."""
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
+        self.sent: list[Any] = []
+
+    def get_random_node(self) -> int:
+        return 1
+
+    async def send(self, node_id: int, request: Any) -> Any:
+        self.sent.append(request)
+        return self.response
+
+    async def fetch_all_metadata(self) -> Any:
+        from aiokafka.cluster import ClusterMetadata
+
+        cluster = ClusterMetadata()
+        cluster.update_metadata(self.response)
+        return cluster
+
+
+async def test_the_membership_reads_named_and_all_topics_as_the_probe_does() -> None:
+    """One row reader (issue 27): the membership's named-topics question gives what the probe's answer
+    gives, and the all-topics one the same rows from a ClusterMetadata, internal topics only when asked."""
+    nodes = [(1, "127.0.0.1", 9001, "a"), (2, "127.0.0.1", 9002, "b")]
+    rows = [(0, 1, 1, [1, 2], [1]), (0, 0, 2, [2], [2])]
+    response = MetadataResponse_v1(
+        nodes,
+        1,
+        [(0, "orders", False, rows), (0, "__consumer_offsets", True, rows[:1]), (3, "missing", False, [])],
+    )
+    client = _Client(response)
+    named = await _aiokafka.topic_partitions(client, frozenset({"orders", "missing"}))
+    assert named == _aiokafka.ProbeAnswer(response, named_topics=True).topic_partitions()
+    assert named["orders"] == [
+        PartitionReplicas(0, frozenset({"b"})),
+        PartitionReplicas(1, frozenset({"a", "b"})),
+    ]
+    assert "missing" not in named
+    assert [r._topics for r in client.sent] == [["missing", "orders"]]
+    assert client.sent[0]._allow_auto_topic_creation is False, "never creates a topic it asks about"
+    everything = await _aiokafka.topic_partitions(client, None)
+    assert everything == {"orders": named["orders"]}
+    with_internal = await _aiokafka.topic_partitions(client, None, internal=True)
+    assert with_internal == {
+        "__consumer_offsets": [PartitionReplicas(1, frozenset({"a", "b"}))],
+        "orders": named["orders"],
+    }
+    assert await _aiokafka.topic_partitions(client, frozenset()) == {}

@@ -163,3 +163,21 @@ async def test_the_membership_reads_named_and_all_topics_as_the_probe_does() -> 
         "orders": named["orders"],
     }
     assert await _aiokafka.topic_partitions(client, frozenset()) == {}
+
+
+async def test_a_client_may_adopt_the_brokers_without_the_topics() -> None:
+    """The membership's client asks for the partitions it needs itself: it takes the brokers only, and
+    the answer keeps its topics for the fetcher's client and the membership's first assignment."""
+    response = _answer({1: "a", 2: None}, {p: [1, 2] for p in range(600)})
+    answer = _aiokafka.ProbeAnswer(response, named_topics=True)
+    client = AIOKafkaClient(bootstrap_servers="127.0.0.1:9")
+    assert _aiokafka.adopt_bootstrap(client, answer, topics=False)
+    try:
+        assert {b.nodeId for b in client.cluster.brokers()} == {1, 2}
+        assert client.cluster.topics() == set()
+        assert client._sync_task is not None, "its own refresh runs as after bootstrap()"
+        assert len((answer.topic_partitions() or {})["orders"]) == 600, "the answer itself is untouched"
+    finally:
+        await client.close()
+    empty = _aiokafka.ProbeAnswer(_answer({1: None}, {0: [1]}, brokers=False), named_topics=True)
+    assert not _aiokafka.adopt_bootstrap(AIOKafkaClient(bootstrap_servers="127.0.0.1:9"), empty, topics=False)

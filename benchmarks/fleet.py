@@ -128,7 +128,20 @@ def _trace() -> None:
         name = "connect" if api is None else API_NAMES.get(api, str(api))
         _emit(ev="err", api=name, err=error, took=time.time() - sent, t=sent, m=m, c=c)
 
-    _aiokafka.trace_wire(on_request, on_connect, on_error=on_error)
+    def on_retry(key: str, began: float) -> None:
+        m, c = _traced_member()
+        took = time.monotonic() - began
+        _emit(
+            ev="err",
+            api="connect",
+            err="given up (returned broker)",
+            took=took,
+            t=time.time() - took,
+            m=m,
+            c=c,
+        )
+
+    _aiokafka.trace_wire(on_request, on_connect, on_error=on_error, on_retry=on_retry)
 
 
 def _count_connects(port: int) -> list[float]:

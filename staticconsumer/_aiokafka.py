@@ -1105,8 +1105,10 @@ def _close(connection: Any) -> None:
 
 
 def _tell(loop: asyncio.AbstractEventLoop, told: asyncio.Event) -> None:
-    """From any thread: the broker answered someone (:meth:`ReconnectBackoff.watch`)."""
-    loop.call_soon_threadsafe(told.set)
+    """From any thread: the broker answered someone (:meth:`ReconnectBackoff.watch`). A loop closed under
+    a connect it never finished has nobody to tell: the teller's own connect must not fail for it."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(told.set)
 
 
 def fetch_response_limit(fetch_max_bytes: int, max_partition_fetch_bytes: int) -> int:

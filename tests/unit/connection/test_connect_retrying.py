@@ -158,3 +158,18 @@ async def test_the_connection_that_worked_carries_the_callers_protocol() -> None
     finally:
         server.close()
         await server.wait_closed()
+
+
+def test_news_for_a_closed_loop_does_not_fail_the_teller() -> None:
+    """A consumer whose loop closed under a pending connect leaves its watcher behind: another
+    consumer's good connect must still go through."""
+    import functools
+
+    from staticconsumer._aiokafka import _tell
+
+    told, news = _backoffs()
+    closed = asyncio.new_event_loop()
+    closed.close()
+    told.watch(KEY, functools.partial(_tell, closed, asyncio.Event()))
+    news.connected(KEY, 10.0, 0.001)
+    assert told.abandon_after(KEY, 10.0, 0) == 10.2

@@ -44,9 +44,9 @@ restart's requests per API and each member's outage/recovery as its monitor sees
 keeps every worker event; ``--timeline FILE`` then prints, for the members slowest back after the broker
 restart, each connect and request with its outcome (a TCP connect given up to be made again once the
 broker answered another member: ``FAILED given up (returned broker)``), the worker loop's lateness and
-when the monitor flipped (``--slowest K``). ``--oracle K`` (at the end, outside every counted figure) times K static rejoins
-per group from a bare aiokafka client in the quiet parent: the broker's JoinGroup/SyncGroup time at each
-N without our consumer or a loop shared with 100 members around it.
+when the monitor flipped (``--slowest K``). ``--oracle K`` (at the end, outside every counted figure)
+times K static rejoins per group from a bare aiokafka client in the quiet parent: the broker's
+JoinGroup/SyncGroup time at each N without our consumer or a loop shared with 100 members around it.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import struct
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
 from staticconsumer.connection.reconnect import ABANDON_RETRIES, ReconnectBackoff
@@ -594,12 +594,20 @@ async def probe_broker(
         conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
         named = sorted(set(topics))
-        asked = conn.send(
-            MetadataRequest(named, allow_auto_topic_creation=False) if named else MetadataRequest([])
-        )
+        ours = _own_metadata_request(connection_versions(conn), named)
+        if ours is not None:
+            asked = conn.send(ours)
+        else:  # a broker before Kafka 2.8 (no Metadata v10): aiokafka's request and decoder
+            asked = conn.send(
+                MetadataRequest(named, allow_auto_topic_creation=False) if named else MetadataRequest([])
+            )
         if group_id is not None:
             found = asyncio.ensure_future(_coordinator_of(_send_now(conn, _find_coordinator(group_id))))
         response = await asked
+        if ours is not None:
+            from staticconsumer.protocol.metadata import MetadataResponse as OwnMetadataResponse
+
+            response = _MetadataRows.of(_unwrap(ours, response).response_as(OwnMetadataResponse))
         coordinator = await found if found is not None else None
         versions = connection_versions(conn)
     except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
@@ -612,12 +620,70 @@ async def probe_broker(
         return ProbeFailure("tls", stage, str(failure))
     except (errors.KafkaConnectionError, ConnectionError, EOFError) as failure:
         return ProbeFailure("closed", stage, str(failure) or type(failure).__name__)
-    except (errors.KafkaError, OSError) as failure:
+    except (errors.KafkaError, OSError, DecodeError) as failure:
         return ProbeFailure("other", stage, f"{type(failure).__name__}: {failure}")
     finally:
         if conn is not None:
             conn.close()  # fails an unanswered FindCoordinator: ``found`` then ends with None by itself
     return ProbeAnswer(response, bool(named), versions, coordinator)
+
+
+def _own_metadata_request(
+    versions: Mapping[int, tuple[int, int]], named: list[str]
+) -> ProtocolRequest | None:
+    """The probe's Metadata request in our own codec (v10+), or None when the broker has no such version.
+
+    aiokafka decodes a Metadata answer field by field in Python: 2.1 ms for a fleet's 600-partition topic
+    (quiet; 3.7 ms at load 9) in every start before its JoinGroup, ours ~1.2 ms less (issue 27)."""
+    from staticconsumer.protocol.metadata import MetadataRequest, MetadataRequestTopic
+
+    supported = versions.get(3)
+    if supported is None or supported[1] < MetadataRequest.MIN_VERSION:
+        return None
+    topics = [MetadataRequestTopic(name=name) for name in named]
+    return ProtocolRequest(MetadataRequest(topics, allow_auto_topic_creation=False))
+
+
+class _MetadataRows:
+    """Our decoded Metadata answer (v10+) in the shape of aiokafka's v1+ response, which
+    ``ClusterMetadata.update_metadata`` applies and :class:`ProbeAnswer` reads: brokers
+    ``(node, host, port, rack)``, topics ``(error, name, internal, partitions)``, partitions
+    ``(error, partition, leader, replicas, isr, offline)``."""
+
+    __slots__ = ("brokers", "controller_id", "topics")
+    API_VERSION: ClassVar[int] = 5
+    """Any version but 0 (which update_metadata reads without racks or internal flags)."""
+
+    def __init__(self, brokers: list[Any], controller_id: int, topics: list[Any]) -> None:
+        self.brokers = brokers
+        self.controller_id = controller_id
+        self.topics = topics
+
+    @classmethod
+    def of(cls, response: Any) -> _MetadataRows:
+        return cls(
+            [(b.node_id, b.host, b.port, b.rack) for b in response.brokers],
+            response.controller_id,
+            [
+                (
+                    t.error_code,
+                    t.name,
+                    t.is_internal,
+                    [
+                        (
+                            p.error_code,
+                            p.partition_index,
+                            p.leader_id,
+                            p.replica_nodes,
+                            p.isr_nodes,
+                            p.offline_replicas,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in response.topics
+            ],
+        )
 
 
 FIND_COORDINATOR_MAX_VERSION: Final = 3

@@ -181,3 +181,66 @@ async def test_a_client_may_adopt_the_brokers_without_the_topics() -> None:
         await client.close()
     empty = _aiokafka.ProbeAnswer(_answer({1: None}, {0: [1]}, brokers=False), named_topics=True)
     assert not _aiokafka.adopt_bootstrap(AIOKafkaClient(bootstrap_servers="127.0.0.1:9"), empty, topics=False)
+
+
+def test_our_decoded_answer_reads_and_applies_as_aiokafkas() -> None:
+    """The probe decodes its Metadata answer with our codec (v10+, issue 27): the rows it hands on give the
+    same partitions, racks, errors and cluster as aiokafka's decoding of the same answer."""
+    import uuid
+
+    from aiokafka.cluster import ClusterMetadata
+    from aiokafka.protocol.metadata import MetadataResponse_v5
+
+    from staticconsumer.protocol.metadata import (
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponsePartition,
+        MetadataResponseTopic,
+    )
+
+    brokers = [(1, "127.0.0.1", 9001, "a"), (2, "127.0.0.1", 9002, None)]
+    parts: list[tuple[int, int, int, list[int], list[int], list[int]]] = [
+        (0, p, 1 + p % 2, [1 + p % 2, 2 - p % 2], [1 + p % 2], []) for p in range(600)
+    ]
+    theirs = MetadataResponse_v5(
+        0,
+        brokers,
+        "cid",
+        2,
+        [(0, "orders", False, parts), (3, "missing", False, []), (0, "__x", True, parts[:1])],
+    )
+    ours = MetadataResponse(
+        brokers=[MetadataResponseBroker(*b) for b in brokers],
+        cluster_id="cid",
+        controller_id=2,
+        topics=[
+            MetadataResponseTopic(
+                e,
+                name,
+                uuid.uuid4(),
+                internal,
+                [MetadataResponsePartition(pe, p, lead, 0, r, i, o) for pe, p, lead, r, i, o in ps],
+            )
+            for e, name, internal, ps in theirs.topics
+        ],
+    )
+    rows = _aiokafka._MetadataRows.of(MetadataResponse.decode(ours.encode(12), 12))
+    mine, reference = (_aiokafka.ProbeAnswer(r, named_topics=True) for r in (rows, theirs))
+    assert mine.topic_partitions() == reference.topic_partitions()
+    assert mine.topic_errors() == reference.topic_errors() == {"orders": 0, "missing": 3, "__x": 0}
+    assert mine.found_topics() == reference.found_topics()
+    applied = []
+    for answer in (mine, reference):
+        cluster = ClusterMetadata()
+        cluster.update_metadata(answer.cluster_metadata())
+        applied.append(
+            (
+                cluster.brokers(),
+                cluster.controller,
+                cluster.topics(exclude_internal_topics=False),
+                cluster.internal_topics if hasattr(cluster, "internal_topics") else cluster._internal_topics,
+                {t: cluster._partitions[t] for t in cluster._partitions},
+            )
+        )
+    assert applied[0] == applied[1]
+    assert applied[0][2] == {"orders", "__x"}

@@ -1644,6 +1644,9 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_reader", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_requests", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_port", instance=True),
+    # BoundedConnection.connect swaps it for a loop whose create_connection retries a returned broker's
+    # connect (_RetryingLoop): aiokafka's connect must keep opening its TCP connection through it
+    Internal("aiokafka.conn.AIOKafkaConnection", "_loop", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_create_reader_task", parameters=()),
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),

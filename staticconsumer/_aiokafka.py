@@ -29,15 +29,16 @@ import copy
 import functools
 import io
 import logging
+import random
 import re
 import struct
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
-from staticconsumer.connection.reconnect import ReconnectBackoff
+from staticconsumer.connection.reconnect import ABANDON_RETRIES, ReconnectBackoff
 from staticconsumer.errors import (
     DecodeError,
     EncodeError,
@@ -339,40 +340,63 @@ async def topic_partitions(
     """
     if topics is None:
         cluster = await client.fetch_all_metadata()
-    elif not topics:
-        return {}
-    else:
-        from aiokafka.cluster import ClusterMetadata
-        from aiokafka.protocol.metadata import MetadataRequest
-
-        response = await client.send(
-            any_node(client), MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
+        brokers = cluster.brokers()
+        wanted = cluster.topics(exclude_internal_topics=not internal)
+        return _with_racks(
+            {broker.nodeId: broker.rack for broker in brokers if broker.rack},
+            (
+                (
+                    topic,
+                    {
+                        p: getattr(row, "replicas", ())
+                        for p, row in cluster._partitions.get(topic, {}).items()
+                    },
+                )
+                for topic in sorted(wanted)
+            ),
         )
-        cluster = ClusterMetadata()
-        cluster.update_metadata(response)
-    wanted = cluster.topics(exclude_internal_topics=not internal) if topics is None else topics
-    return _replicas(cluster, wanted)
+    if not topics:
+        return {}
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    response = await client.send(
+        any_node(client), MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
+    )
+    return metadata_partitions(response)
 
 
-def _replicas(cluster: Any, wanted: Iterable[str]) -> dict[str, list[PartitionReplicas]]:
-    """Partitions and replica racks of the ``wanted`` topics that ``cluster`` (ClusterMetadata) knows."""
-    result: dict[str, list[PartitionReplicas]] = {}
-    racks_of = {broker.nodeId: broker.rack for broker in cluster.brokers() if broker.rack}
+def metadata_partitions(response: Any) -> dict[str, list[PartitionReplicas]]:
+    """The partitions and replica racks of the topics an aiokafka MetadataResponse (any version) found,
+    read from its rows as ``ClusterMetadata.update_metadata`` would hold them, without building one (a
+    600-partition answer costs ~1 ms to apply, for rows read once, issue 27): the one reader of a named
+    Metadata answer, for the bootstrap probe's (:meth:`ProbeAnswer.topic_partitions`) and the membership's
+    (:func:`topic_partitions`). An answer naming no broker is ignored there, so nothing is known here."""
+    if not response.brokers:
+        return {}
+    at = 2 if response.API_VERSION == 0 else 3  # a topic row's partitions, as update_metadata reads them
+    return _with_racks(
+        {int(b[0]): str(b[3]) for b in response.brokers if len(b) > 3 and b[3]},
+        ((str(row[1]), {int(p[1]): p[3] for p in row[at]}) for row in response.topics if row[0] == 0),
+    )
+
+
+def _with_racks(
+    racks_of: Mapping[int, str], topics: Iterable[tuple[str, Mapping[int, Iterable[int] | None]]]
+) -> dict[str, list[PartitionReplicas]]:
+    """Each topic's partitions in order with the racks of their replicas (``racks_of``: node -> rack of
+    the brokers that have one); a topic without partitions is left out, as ClusterMetadata does."""
     no_racks: frozenset[str] = frozenset()
-    for topic in wanted:
-        partitions = cluster.partitions_for_topic(topic)
-        if not partitions:
+    result: dict[str, list[PartitionReplicas]] = {}
+    for topic, replicas_of in topics:
+        if not replicas_of:
             continue
         if not racks_of:  # no broker has a rack (most clusters): nothing to look up per replica
-            result[topic] = [PartitionReplicas(partition, no_racks) for partition in sorted(partitions)]
+            result[topic] = [PartitionReplicas(p, no_racks) for p in sorted(replicas_of)]
             continue
-        details = cluster._partitions.get(topic, {})
-        rows = []
-        for partition in sorted(partitions):
-            replicas = getattr(details.get(partition), "replicas", ()) or ()
-            racks = frozenset(racks_of[node] for node in replicas if node in racks_of)
-            rows.append(PartitionReplicas(partition, racks))
-        result[topic] = rows
+        result[topic] = [
+            PartitionReplicas(p, frozenset(racks_of[n] for n in replicas_of[p] or () if n in racks_of))
+            for p in sorted(replicas_of)
+        ]
     return result
 
 
@@ -444,15 +468,21 @@ async def bootstrap_from(client: Any, host: str, port: int) -> None:
         client._bootstrap_servers = saved
 
 
-def adopt_bootstrap(client: Any, metadata: ProbeAnswer) -> bool:
+def adopt_bootstrap(client: Any, metadata: ProbeAnswer, *, topics: bool = True) -> bool:
     """Bootstrap ``client`` from the cluster metadata a probe just read, without a connection of its own.
 
     ``client.bootstrap()`` would open a connection, say ApiVersions and ask for the same metadata again
     on every start. Applied here as ``bootstrap()`` applies its answer (then its periodic refresh
     starts); False, with nothing changed, when the answer names no broker (a cluster that is still
     forming), for which ``bootstrap()`` keeps its connection: call :func:`bootstrap_from` then.
+    ``topics=False``: the brokers only, for a client that never reads partitions from its own metadata
+    (the membership's: it asks for the topics it needs): a 600-partition topic costs ~0.6 ms to apply,
+    in every start of a fleet member before its JoinGroup (issue 27).
     """
     response = metadata.cluster_metadata()
+    if not topics and response.topics:
+        response = copy.copy(response)
+        response.topics = []
     if not response.brokers:  # what ClusterMetadata.update_metadata ignores; checked without applying it
         return False  # (applying a 600-partition answer twice cost every start of a fleet member, issue 27)
     client.cluster.update_metadata(response)
@@ -499,30 +529,7 @@ class ProbeAnswer(NamedTuple):
         membership need not ask the same question again at start; None when the probe named none."""
         if not self.named_topics:
             return None
-        response = self.response
-        if not response.brokers:  # what ClusterMetadata.update_metadata ignores: nothing known
-            return {}
-        # Read from the answer's rows as ClusterMetadata would hold them (found topics, every partition
-        # row, replicas' racks), not through a ClusterMetadata of its own: applying a 600-partition answer
-        # costs ~1 ms of a fleet member's start before its JoinGroup, for rows read once (issue 27).
-        racks_of = {int(b[0]): str(b[3]) for b in response.brokers if len(b) > 3 and b[3]}
-        no_racks: frozenset[str] = frozenset()
-        result: dict[str, list[PartitionReplicas]] = {}
-        at = 2 if response.API_VERSION == 0 else 3  # a topic row's partitions, as update_metadata reads them
-        for row in response.topics:
-            if row[0] != 0:
-                continue
-            replicas_of = {int(p[1]): p[3] for p in row[at]}
-            if not replicas_of:
-                continue
-            if not racks_of:
-                result[str(row[1])] = [PartitionReplicas(p, no_racks) for p in sorted(replicas_of)]
-                continue
-            result[str(row[1])] = [
-                PartitionReplicas(p, frozenset(racks_of[n] for n in replicas_of[p] or () if n in racks_of))
-                for p in sorted(replicas_of)
-            ]
-        return result
+        return metadata_partitions(self.response)
 
     def found_topics(self) -> list[str]:
         """The named topics the answer found, as the keys of :meth:`topic_partitions` but without building
@@ -587,12 +594,20 @@ async def probe_broker(
         conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
         named = sorted(set(topics))
-        asked = conn.send(
-            MetadataRequest(named, allow_auto_topic_creation=False) if named else MetadataRequest([])
-        )
+        ours = _own_metadata_request(connection_versions(conn), named)
+        if ours is not None:
+            asked = conn.send(ours)
+        else:  # a broker before Kafka 2.8 (no Metadata v10): aiokafka's request and decoder
+            asked = conn.send(
+                MetadataRequest(named, allow_auto_topic_creation=False) if named else MetadataRequest([])
+            )
         if group_id is not None:
             found = asyncio.ensure_future(_coordinator_of(_send_now(conn, _find_coordinator(group_id))))
         response = await asked
+        if ours is not None:
+            from staticconsumer.protocol.metadata import MetadataResponse as OwnMetadataResponse
+
+            response = _MetadataRows.of(_unwrap(ours, response).response_as(OwnMetadataResponse))
         coordinator = await found if found is not None else None
         versions = connection_versions(conn)
     except (TimeoutError, errors.KafkaTimeoutError, errors.RequestTimedOutError):
@@ -605,12 +620,70 @@ async def probe_broker(
         return ProbeFailure("tls", stage, str(failure))
     except (errors.KafkaConnectionError, ConnectionError, EOFError) as failure:
         return ProbeFailure("closed", stage, str(failure) or type(failure).__name__)
-    except (errors.KafkaError, OSError) as failure:
+    except (errors.KafkaError, OSError, DecodeError) as failure:
         return ProbeFailure("other", stage, f"{type(failure).__name__}: {failure}")
     finally:
         if conn is not None:
             conn.close()  # fails an unanswered FindCoordinator: ``found`` then ends with None by itself
     return ProbeAnswer(response, bool(named), versions, coordinator)
+
+
+def _own_metadata_request(
+    versions: Mapping[int, tuple[int, int]], named: list[str]
+) -> ProtocolRequest | None:
+    """The probe's Metadata request in our own codec (v10+), or None when the broker has no such version.
+
+    aiokafka decodes a Metadata answer field by field in Python: 2.1 ms for a fleet's 600-partition topic
+    (quiet; 3.7 ms at load 9) in every start before its JoinGroup, ours ~1.2 ms less (issue 27)."""
+    from staticconsumer.protocol.metadata import MetadataRequest, MetadataRequestTopic
+
+    supported = versions.get(3)
+    if supported is None or supported[1] < MetadataRequest.MIN_VERSION:
+        return None
+    topics = [MetadataRequestTopic(name=name) for name in named]
+    return ProtocolRequest(MetadataRequest(topics, allow_auto_topic_creation=False))
+
+
+class _MetadataRows:
+    """Our decoded Metadata answer (v10+) in the shape of aiokafka's v1+ response, which
+    ``ClusterMetadata.update_metadata`` applies and :class:`ProbeAnswer` reads: brokers
+    ``(node, host, port, rack)``, topics ``(error, name, internal, partitions)``, partitions
+    ``(error, partition, leader, replicas, isr, offline)``."""
+
+    __slots__ = ("brokers", "controller_id", "topics")
+    API_VERSION: ClassVar[int] = 5
+    """Any version but 0 (which update_metadata reads without racks or internal flags)."""
+
+    def __init__(self, brokers: list[Any], controller_id: int, topics: list[Any]) -> None:
+        self.brokers = brokers
+        self.controller_id = controller_id
+        self.topics = topics
+
+    @classmethod
+    def of(cls, response: Any) -> _MetadataRows:
+        return cls(
+            [(b.node_id, b.host, b.port, b.rack) for b in response.brokers],
+            response.controller_id,
+            [
+                (
+                    t.error_code,
+                    t.name,
+                    t.is_internal,
+                    [
+                        (
+                            p.error_code,
+                            p.partition_index,
+                            p.leader_id,
+                            p.replica_nodes,
+                            p.isr_nodes,
+                            p.offline_replicas,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in response.topics
+            ],
+        )
 
 
 FIND_COORDINATOR_MAX_VERSION: Final = 3
@@ -984,6 +1057,126 @@ _response_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar(
 )
 
 
+class _ConnectGuard:
+    """A client's connect to a broker that failed: its backoff and key, and the seconds its TCP connect
+    took once it worked (the "good connect time" the news of a return carries: ApiVersions left out)."""
+
+    __slots__ = ("backoff", "key", "tcp_s")
+
+    def __init__(self, backoff: ReconnectBackoff, key: str) -> None:
+        self.backoff = backoff
+        self.key = key
+        self.tcp_s = 0.0
+
+
+_connect_guard: contextvars.ContextVar[_ConnectGuard | None] = contextvars.ContextVar(
+    "staticconsumer_connect_guard", default=None
+)
+"""While a client connects to a broker that failed (``BoundedConnection.connect``)."""
+
+
+class _RetryingLoop:
+    """The event loop as an ``AIOKafkaConnection.connect`` sees it, but for ``create_connection``, which is
+    :func:`_connect_retrying`: aiokafka opens the TCP connection with ``loop.create_connection`` inside
+    its ``connect`` (then ApiVersions, SASL), and only that first step is to be retried early. Each try
+    connects with a protocol of its own that does nothing; aiokafka's (one per ``connect``, which a
+    given-up try must not close) is set on the transport that worked, before anything is sent on it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, guard: _ConnectGuard) -> None:
+        self._loop = loop
+        self._guard = guard
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop, name)
+
+    async def create_connection(
+        self, protocol_factory: Callable[[], asyncio.BaseProtocol], *args: Any, **kwargs: Any
+    ) -> tuple[asyncio.BaseTransport, asyncio.BaseProtocol]:
+        async def attempt() -> asyncio.BaseTransport:
+            transport, _ = await self._loop.create_connection(asyncio.Protocol, *args, **kwargs)
+            return transport
+
+        guard = self._guard
+        began = time.monotonic()
+        transport: asyncio.BaseTransport = await _connect_retrying(attempt, guard.backoff, guard.key)
+        guard.tcp_s = time.monotonic() - began
+        protocol = protocol_factory()
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        return transport, protocol
+
+
+async def _connect_retrying(
+    connect: Callable[[], Awaitable[Any]],
+    backoff: ReconnectBackoff,
+    key: str,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    stagger: Callable[[], float] = random.random,
+) -> Any:
+    """``connect()`` (a TCP connect to ``key``, a broker that failed), given up and made again when it is
+    still pending at ``backoff.abandon_after`` (the broker is known to answer again since: another
+    consumer's good connect), after a random part of that bound so a fleet does not retry in step.
+
+    At a fleet's reconnect the broker's listen queue (``socket.listen.backlog.size``, 50) drops SYNs, and
+    the kernel sends a dropped one again only after 1 s, then 3 s: at N=300 that was every member still
+    late 2-3 s after the broker's return (issue 27). A connect pending while nobody has reached the
+    broker is left to the kernel, as before."""
+    loop = asyncio.get_running_loop()
+    for retries in range(ABANDON_RETRIES + 1):
+        if retries == ABANDON_RETRIES:  # no more early retries: the kernel's own, as aiokafka's
+            return await connect()
+        began = clock()
+        attempt = asyncio.ensure_future(connect())
+        told = asyncio.Event()
+        unwatch = backoff.watch(key, functools.partial(_tell, loop, told))
+        try:
+            while not attempt.done():
+                until = backoff.abandon_after(key, began, retries)
+                if until is None:  # not known to answer (yet): wait for the connect or the news
+                    waiter = asyncio.ensure_future(told.wait())
+                    try:
+                        await asyncio.wait((attempt, waiter), return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        waiter.cancel()
+                    told.clear()
+                elif until > clock():
+                    await asyncio.wait((attempt,), timeout=until - clock())
+                else:  # pending too long since the broker answered someone: give it up
+                    attempt.cancel()
+                    await asyncio.wait((attempt,))
+                    break
+        except BaseException:  # cancelled from outside (aiokafka's connect timeout, a stop)
+            if not attempt.cancel() and not attempt.cancelled() and attempt.exception() is None:
+                _close(attempt.result())  # it worked just then: nobody will use it
+            raise
+        finally:
+            unwatch()
+        if not attempt.cancelled():  # done, or done before the cancel reached it: its outcome stands
+            return attempt.result()
+        if _on_retry is not None:
+            _on_retry(key, began)
+        await asyncio.sleep(backoff.abandon_bound_s(0.0) * stagger())
+    raise AssertionError("unreachable")  # the last round returns
+
+
+_on_retry: Callable[[str, float], None] | None = None
+"""``trace_wire(on_retry=...)``: a connect to ``key`` begun at (monotonic) ``began`` was given up."""
+
+
+def _close(connection: Any) -> None:
+    close = getattr(connection, "close", None)
+    if close is not None:
+        close()
+
+
+def _tell(loop: asyncio.AbstractEventLoop, told: asyncio.Event) -> None:
+    """From any thread: the broker answered someone (:meth:`ReconnectBackoff.watch`). A loop closed under
+    a connect it never finished has nobody to tell: the teller's own connect must not fail for it."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(told.set)
+
+
 def fetch_response_limit(fetch_max_bytes: int, max_partition_fetch_bytes: int) -> int:
     """The default limit of a fetcher's connections: the larger fetch bound plus the overhead."""
     return min(
@@ -1117,6 +1310,21 @@ def _bounded() -> tuple[Any, Any, Any]:
         def authenticator_oauth(self) -> Any:
             return _OAuthBearerExchange(super().authenticator_oauth())
 
+        async def connect(self) -> Any:
+            """A connect to a broker that failed and is now known to answer again gives up a TCP connect
+            whose SYN a full listen queue dropped, instead of waiting 1 s (then 3 s) for the kernel to
+            send it again (:func:`_connect_retrying`); any other connect is aiokafka's, unchanged."""
+            guard = _connect_guard.get()
+            if guard is None:
+                return await super().connect()
+            conn: Any = self  # aiokafka's untyped attribute
+            loop = conn._loop
+            conn._loop = _RetryingLoop(loop, guard)
+            try:
+                return await super().connect()
+            finally:
+                conn._loop = loop
+
     aiokafka_create_conn = aiokafka.client.create_conn
 
     async def create_conn(host: str, port: int, **kwargs: Any) -> Any:
@@ -1175,14 +1383,20 @@ def _bounded() -> tuple[Any, Any, Any]:
                 return None
             conn = None
             token = _response_limit.set(self.max_response_bytes)
+            # only a failed broker's connects are watched for its return (a healthy start pays nothing)
+            guard = _ConnectGuard(self.reconnect_backoff, key) if self.reconnect_backoff.held(key) else None
+            guarding = _connect_guard.set(guard) if guard is not None else None
             try:
                 conn = await super()._get_conn(node_id, group=group, no_hint=no_hint)
             finally:
                 _response_limit.reset(token)
+                if guarding is not None:
+                    _connect_guard.reset(guarding)
                 if conn is None:
                     self.reconnect_backoff.failed(key, time.monotonic())
                 else:
-                    self.reconnect_backoff.connected(key, time.monotonic())
+                    took = guard.tcp_s if guard is not None else 0.0
+                    self.reconnect_backoff.connected(key, time.monotonic(), took)
             if conn is not None and existing is not conn and self.on_answered is not None:
                 self.on_answered(node_id, began)  # its ApiVersions was answered
             return conn
@@ -1312,6 +1526,7 @@ def trace_wire(
     on_connect: Callable[[int, float, float], None],
     *,
     on_error: Callable[[int | None, int, float, str], None] | None = None,
+    on_retry: Callable[[str, float], None] | None = None,
 ) -> None:
     """Report every request and every connection made through aiokafka in this process, for good.
 
@@ -1322,8 +1537,13 @@ def trace_wire(
     traced (``__slots__``). ``on_connect(port, began, took)`` runs when a connection attempt ends.
     ``on_error(api_key, port, sent, error)`` also runs for a request (``api_key`` None: a connection
     attempt) that failed, with the error's class name: whether a member waited on a timeout, a refused
-    connect or a closed connection (the fleet benchmark's broker-restart timeline).
+    connect or a closed connection (the fleet benchmark's broker-restart timeline). ``on_retry(key,
+    began)`` runs when a TCP connect to a returned broker (``host:port``), begun at ``began``
+    (``time.monotonic()``), was given up to be made again (:func:`_connect_retrying`).
     """
+    global _on_retry
+    if on_retry is not None:
+        _on_retry = on_retry
     import time
 
     import aiokafka.conn
@@ -1424,6 +1644,9 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_reader", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_requests", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_port", instance=True),
+    # BoundedConnection.connect swaps it for a loop whose create_connection retries a returned broker's
+    # connect (_RetryingLoop): aiokafka's connect must keep opening its TCP connection through it
+    Internal("aiokafka.conn.AIOKafkaConnection", "_loop", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_create_reader_task", parameters=()),
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),

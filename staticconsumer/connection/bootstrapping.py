@@ -45,6 +45,7 @@ async def bootstrap_answered(
     timeout_ms: int | None = None,
     topics: Collection[str] = (),
     group_id: str | None = None,
+    adopt_topics: bool = True,
 ) -> tuple[str, _aiokafka.ProbeAnswer | None]:
     """Bootstrap ``client`` (an ``AIOKafkaClient`` built from ``settings.aiokafka_client_kwargs()``) and
     return the ``host:port`` that answered, with its probe's answer (another client of the same
@@ -64,6 +65,9 @@ async def bootstrap_answered(
     group's coordinator, right behind its Metadata request on the same connection
     (:attr:`~staticconsumer._aiokafka.ProbeAnswer.coordinator`), so a starting consumer opens no
     connection and waits for no round trip of its own to learn it.
+    ``adopt_topics=False``: ``client`` takes the answer's brokers but not the topics (the answer still
+    carries them): for a client that asks for the partitions it needs itself, as the consumer's
+    membership client does, a fleet's 600-partition topic applied costs ~0.6 ms of every start.
     """
     limit_ms = (
         settings.request_timeout_ms if timeout_ms is None else min(timeout_ms, settings.request_timeout_ms)
@@ -107,7 +111,7 @@ async def bootstrap_answered(
     for attempt in attempts:
         log.info("bootstrap server %s", attempt)
     host, port = answered
-    if answer is not None and _aiokafka.adopt_bootstrap(client, answer):
+    if answer is not None and _aiokafka.adopt_bootstrap(client, answer, topics=adopt_topics):
         return f"{host}:{port}", answer  # the probe's metadata is the client's: no bootstrap connection
     try:
         async with asyncio.timeout(max(deadline - loop.time(), 0) + limit_ms / 1000):

@@ -410,6 +410,8 @@ async def test_the_probe_answers_the_access_checks_topic_question(
         _, answer = await bootstrap_answered(client, settings, topics=[topic, missing])
         assert answer is not None
         assert answer.topic_errors() == {topic: 0, missing: 3}
+        assert isinstance(answer.response, _aiokafka._MetadataRows), "decoded by our codec (v10+)"
+        assert [p.partition for p in (answer.topic_partitions() or {})[topic]] == [0, 1]
         assert _aiokafka.metadata_topics(client) == {topic}, "the errored topic stays out of the cluster"
         sent = _record_client_sends(monkeypatch)
         report = await check_access(

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
@@ -46,48 +45,56 @@ from staticconsumer.errors import (
     StaticMembershipUnsupportedError,
     broker_error,
 )
-from staticconsumer.membership import (
-    MembershipConfig,
-    MembershipObserver,
-    OffsetAndMetadata,
-    RebalanceProtocol,
-    ReleaseReason,
-    TopicPartition,
-    events,
-    new_machine,
-)
-from staticconsumer.protocol import (
-    HeartbeatRequest,
-    JoinGroupRequest,
-    Message,
-    OffsetCommitRequest,
-    SyncGroupRequest,
-    subscribed_topics,
-    uuid_text,
-)
-from staticconsumer.settings import Settings
+from staticconsumer.membership.config import MembershipConfig
+from staticconsumer.protocol._codec import uuid_text
+from staticconsumer.protocol.api_keys import api_name
+from staticconsumer.protocol.consumer import subscribed_topics
 
 from .assignment import decode_assignment, rebalance_protocol_of
-from .instance_lock import InstanceLock
-from .offsets import fetch_committed
-from .owner import MemberSnapshot, PartitionOwner, Partitions
-from .subscription import Subscription
-from .topics import TopicWatch
+from .owner import MemberSnapshot
 
 if TYPE_CHECKING:
-    from staticconsumer.membership import AnyMachine
+    import assignors as assignor_lib
+    from staticconsumer.membership import (
+        AnyMachine,
+        MembershipObserver,
+        OffsetAndMetadata,
+        RebalanceProtocol,
+        ReleaseReason,
+        TopicPartition,
+        events,
+    )
+    from staticconsumer.protocol import Message
+    from staticconsumer.settings import Settings
 
+    from .instance_lock import InstanceLock
     from .loop import MembershipLoop
+    from .owner import PartitionOwner, Partitions
+    from .subscription import Subscription
+    from .topics import TopicWatch
+
+AFTER_THE_PROBE = (
+    "staticconsumer.protocol.group",
+    "staticconsumer.connection.access",
+    "staticconsumer.runtime.topics",
+    "staticconsumer.runtime.loop",
+)
+"""What a start needs once the bootstrap probe has answered, in the order it needs it (the static
+check's group messages, the access check, the topic watch, the membership loop with the request table
+and the group's runtime), and the protocol's machine after them: none of it is loaded by ``import
+staticconsumer`` or before the probe is sent (issue 26), and ``_preload`` loads it while the probe
+waits on the network."""
 
 log = logging.getLogger("staticconsumer.runtime")
 
-MIN_VERSIONS_FOR_STATIC: Mapping[type[Message], int] = {
-    JoinGroupRequest: 5,
-    SyncGroupRequest: 3,
-    HeartbeatRequest: 3,
-    OffsetCommitRequest: 7,
+MIN_VERSIONS_FOR_STATIC: Mapping[int, int] = {
+    11: 5,  # JoinGroup
+    14: 3,  # SyncGroup
+    12: 3,  # Heartbeat
+    8: 7,  # OffsetCommit
 }
-"""The first version of each API that carries group.instance.id (KIP-345, Kafka 2.3)."""
+"""The first version of each API (by key) that carries group.instance.id (KIP-345, Kafka 2.3). Keys,
+not the message classes: the check runs before the group messages are loaded (issue 26)."""
 
 POLL_REPORT_MAX_SECONDS = 3.0
 """A poll this long after the previous one (a pause) is told to the membership thread at once, so a member
@@ -121,11 +128,11 @@ async def check_static_membership_supported(
     ``versions``: what the bootstrap probe's broker advertised; without them a broker is asked."""
     if versions is None:
         versions = await _aiokafka.broker_versions(client, _aiokafka.any_node(client), coordination=False)
-    for message, needed in MIN_VERSIONS_FOR_STATIC.items():
-        offered = versions.get(message.API_KEY)
+    for key, needed in MIN_VERSIONS_FOR_STATIC.items():
+        offered = versions.get(key)
         if offered is None or offered[1] < needed:
             raise StaticMembershipUnsupportedError(
-                f"the broker offers {message.API_NAME} "
+                f"the broker offers {api_name(key)} "
                 f"{'not at all' if offered is None else f'up to v{offered[1]}'}, but group.instance.id "
                 f"needs v{needed}+ (Kafka 2.3 or later). Refusing to fall back to dynamic membership "
                 f"silently; unset group_instance_id to join as a dynamic member"
@@ -352,7 +359,7 @@ class MembershipThread:
         The application's loop waits for the start meanwhile anyway; the membership thread imports them
         when they are needed all the same (already loaded, or waiting for this import to finish)."""
         machine = "consumer_group" if self._settings.group_protocol == "consumer" else "classic"
-        for module in ("staticconsumer.runtime.loop", f"staticconsumer.membership.{machine}"):
+        for module in (*AFTER_THE_PROBE, f"staticconsumer.membership.{machine}"):
             importlib.import_module(module)
 
     async def bootstrapped(self) -> tuple[str, _aiokafka.ProbeAnswer | None]:
@@ -400,7 +407,9 @@ class MembershipThread:
             return  # no machine yet (nothing subscribed): there is no poll deadline to keep
         previous, self._polled_at = self._polled_at, now
         if now - previous >= self._poll_report_interval:
-            self._post(events.PollCalled(now=now))
+            from staticconsumer.membership.events import PollCalled
+
+            self._post(PollCalled(now=now))
 
     async def commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], caller: object | None = None
@@ -443,6 +452,8 @@ class MembershipThread:
                     raise self._explain(
                         broker_error(answer.error_code, f"FindCoordinator for group {settings.group_id!r}")
                     )
+                from .offsets import fetch_committed
+
                 return await fetch_committed(
                     self._client,
                     settings.group_id,
@@ -516,7 +527,9 @@ class MembershipThread:
     def _unrecoverable(self, error: Exception) -> None:
         membership = self._membership
         if membership is not None:
-            membership.post(events.Unrecoverable(now=time.monotonic(), error=error))
+            from staticconsumer.membership.events import Unrecoverable
+
+            membership.post(Unrecoverable(now=time.monotonic(), error=error))
 
     def update_subscription(self, reason: str) -> None:
         """The subscription changed: rejoin with the new metadata."""
@@ -599,6 +612,8 @@ class MembershipThread:
                     client, settings, topics=named, group_id=settings.group_id
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
+                from .topics import TopicWatch  # AFTER_THE_PROBE: loaded while the probe waited
+
                 if settings.group_protocol == "consumer":
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;
                     # the coordinator itself is checked again by every heartbeat (requests.py). Loaded
@@ -708,12 +723,16 @@ class MembershipThread:
                 self._instance_lock.release()
 
     def _new_machine(self) -> AnyMachine:
+        from staticconsumer.membership.machine import new_machine
+
         settings = self._settings
         if settings.group_protocol != "consumer":
             return new_machine(self._config, self._rebalance_protocol)
         assert self._member_id is not None
         evidence = None
         if settings.group_instance_id is not None:
+            from .instance_lock import InstanceLock
+
             self._instance_lock = InstanceLock.acquire(
                 cluster=",".join(sorted(settings.bootstrap_servers)),
                 group=settings.group_id,

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from staticconsumer import _aiokafka, connection
+from staticconsumer.connection import bootstrapping as _bootstrapping  # noqa: F401  (the probe's)
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConsumerStoppedError,
@@ -46,6 +47,7 @@ from staticconsumer.errors import (
     StaticMembershipUnsupportedError,
     broker_error,
 )
+from staticconsumer.protocol import coordinator as _coordinator  # noqa: F401  (the probe's FindCoordinator)
 from staticconsumer.protocol._codec import uuid_text
 from staticconsumer.protocol.api_keys import api_name
 from staticconsumer.settings._strategy import rebalance_protocol_of
@@ -72,6 +74,9 @@ if TYPE_CHECKING:
     from .owner import PartitionOwner, Partitions
     from .subscription import Subscription
     from .topics import TopicWatch
+
+# The probe's modules are imported above, with this module, before the thread runs: the membership
+# thread imports nothing of ours until the preload has ended (see ``_preloaded``).
 
 AFTER_THE_PROBE = (
     "staticconsumer.protocol.group",
@@ -311,6 +316,8 @@ class MembershipThread:
             concurrent.futures.Future()
         )
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
+        self._preloaded: concurrent.futures.Future[None] = concurrent.futures.Future()
+        """Set when ``_preload`` ends (however it ends): the membership thread imports nothing before it."""
         self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
         self._polled_at = float("-inf")
         """When the application last polled; read by the membership loop at each of its steps."""
@@ -360,17 +367,26 @@ class MembershipThread:
         (~8 ms of CPU, 25 modules, none loaded by ``import staticconsumer``) then overlaps the probe's round
         trips instead of following them on the way to the join. One module per turn of the application's
         loop, so that the consumer starts its fetcher as soon as the probe has answered, not after the
-        last import. The membership thread imports them when it needs them all the same (already loaded,
-        or waiting for this import of that module to finish)."""
-        machine = "consumer_group" if self._settings.group_protocol == "consumer" else "classic"
-        for module in (*AFTER_THE_PROBE, f"staticconsumer.membership.{machine}"):
-            interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(interval, PRELOAD_SWITCH_INTERVAL))
-            try:
-                importlib.import_module(module)
-            finally:
-                sys.setswitchinterval(interval)
-            await asyncio.sleep(0)
+        last import. The membership thread waits for its end (``_preloaded``) before its own imports."""
+        modules: tuple[str, ...] = (*AFTER_THE_PROBE, "staticconsumer.membership.classic")
+        if self._settings.group_protocol == "consumer":
+            modules = (
+                "staticconsumer.broker_support",
+                *AFTER_THE_PROBE,
+                "staticconsumer.runtime.instance_lock",
+                "staticconsumer.membership.consumer_group",
+            )
+        try:
+            for module in modules:
+                interval = sys.getswitchinterval()
+                sys.setswitchinterval(min(interval, PRELOAD_SWITCH_INTERVAL))
+                try:
+                    importlib.import_module(module)
+                finally:
+                    sys.setswitchinterval(interval)
+                await asyncio.sleep(0)
+        finally:
+            _resolve(self._preloaded, None)
 
     async def bootstrapped(self) -> tuple[str, _aiokafka.ProbeAnswer | None]:
         """The bootstrap server that answered (``host:port``) and its probe's metadata, as soon as it did
@@ -622,7 +638,12 @@ class MembershipThread:
                     client, settings, topics=named, group_id=settings.group_id
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
-                from .topics import TopicWatch  # AFTER_THE_PROBE: loaded while the probe waited
+                # AFTER_THE_PROBE, loaded by the application's thread while the probe waited: its import
+                # is not raced by this thread's (two threads importing at once under pytest's assertion
+                # rewriting, which parses our modules, fail: CPython 3.11 keeps one AST recursion depth
+                # per interpreter).
+                await asyncio.wrap_future(self._preloaded)
+                from .topics import TopicWatch
 
                 if settings.group_protocol == "consumer":
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;

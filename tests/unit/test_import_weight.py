@@ -59,7 +59,6 @@ NOT_AT_IMPORT = (
             "staticconsumer.membership.machine",
             "staticconsumer.membership.backoff",
             "staticconsumer.protocol.group",
-            "staticconsumer.protocol.coordinator",
             "staticconsumer.protocol.offsets",
             "staticconsumer.connection.access",
             "staticconsumer.connection.topics",
@@ -71,7 +70,13 @@ NOT_AT_IMPORT = (
             "staticconsumer.protocol.consumer",
         )
     ),
-    *(PROBE := ("staticconsumer.runtime.thread", "staticconsumer.connection.bootstrapping")),
+    *(
+        PROBE := (
+            "staticconsumer.runtime.thread",
+            "staticconsumer.connection.bootstrapping",
+            "staticconsumer.protocol.coordinator",
+        )
+    ),
 )
 """Loaded by the member that runs them, not by ``import staticconsumer`` (issue 26): each protocol's
 membership machine (a restart runs one of the two), and the assignors' code (a consumer creates its
@@ -240,19 +245,22 @@ def test_start_loads_the_membership_loop_and_its_machine_while_the_thread_bootst
         "else:\n"
         "    raise AssertionError('started against a silent server')"
     )
-    watched = (*AFTER_THE_PROBE, *NOT_AT_IMPORT[:2])
+    watched = (*AFTER_THE_PROBE, *NOT_AT_IMPORT[:3])
     loaded = _loaded_after(code, watched=watched)
     assert [m for m in loaded if m in NOT_AT_IMPORT[:2]] == [machine]
     from staticconsumer.runtime.thread import AFTER_THE_PROBE as preloaded
 
     assert set(preloaded) <= set(loaded)
+    assert ("staticconsumer.broker_support" in loaded) == (group_protocol == "consumer")
 
 
-def test_the_probe_loads_nothing_it_does_not_need() -> None:
-    """What ``start()`` loads before the membership thread sends its bootstrap probe (the thread's module,
-    the probe's) loads nothing that only the steps after the probe need: those load while it waits."""
-    code = CONSTRUCT + "\nimport staticconsumer.runtime.thread, staticconsumer.connection.bootstrapping"
-    assert _loaded_after(code, watched=(*AFTER_THE_PROBE, *NOT_AT_IMPORT[:2])) == []
+def test_the_thread_brings_the_probes_modules_and_nothing_it_does_not_need() -> None:
+    """What ``start()`` loads before the membership thread sends its bootstrap probe (the thread's module)
+    brings all the probe needs, so that thread imports none of our modules while the preload runs, and
+    nothing that only the steps after the probe need: those load while it waits."""
+    code = CONSTRUCT + "\nimport staticconsumer.runtime.thread"
+    watched = (*PROBE, *AFTER_THE_PROBE, *NOT_AT_IMPORT[:3])
+    assert _loaded_after(code, watched=watched) == list(PROBE)
 
 
 def test_the_lazy_names_of_membership_and_connection_are_their_modules_objects() -> None:

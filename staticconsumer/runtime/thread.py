@@ -365,8 +365,8 @@ class MembershipThread:
         """Load what the start needs after its bootstrap probe (``AFTER_THE_PROBE``) and this protocol's
         machine here, on the application's thread, while the membership thread bootstraps: their import
         (~8 ms of CPU, 25 modules, none loaded by ``import staticconsumer``) then overlaps the probe's round
-        trips instead of following them on the way to the join. One module per turn of the application's
-        loop, so that the consumer starts its fetcher as soon as the probe has answered, not after the
+        trips instead of following them on the way to the join. Once the probe has answered, one module
+        per turn of the application's loop, so that the consumer starts its fetcher then, not after the
         last import. The membership thread waits for its end (``_preloaded``) before its own imports."""
         modules: tuple[str, ...] = (*AFTER_THE_PROBE, "staticconsumer.membership.classic")
         if self._settings.group_protocol == "consumer":
@@ -384,7 +384,8 @@ class MembershipThread:
                     importlib.import_module(module)
                 finally:
                     sys.setswitchinterval(interval)
-                await asyncio.sleep(0)
+                if self._answered.done():  # the consumer then starts its fetcher between two imports
+                    await asyncio.sleep(0)
         finally:
             _resolve(self._preloaded, None)
 

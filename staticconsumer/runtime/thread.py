@@ -27,7 +27,6 @@ import concurrent.futures
 import contextlib
 import importlib
 import logging
-import sys
 import threading
 import time
 import uuid
@@ -75,8 +74,7 @@ if TYPE_CHECKING:
     from .subscription import Subscription
     from .topics import TopicWatch
 
-# The probe's modules are imported above, with this module, before the thread runs: the membership
-# thread imports nothing of ours until the preload has ended (see ``_preloaded``).
+# The probe's modules are imported above, with this module, before the thread runs.
 
 AFTER_THE_PROBE = (
     "staticconsumer.protocol.group",
@@ -84,16 +82,11 @@ AFTER_THE_PROBE = (
     "staticconsumer.runtime.topics",
     "staticconsumer.runtime.loop",
 )
-"""What a start needs once the bootstrap probe has answered, in the order it needs it (the static
-check's group messages, the access check, the topic watch, the membership loop with the request table
-and the group's runtime), and the protocol's machine after them: none of it is loaded by ``import
-staticconsumer`` or before the probe is sent (issue 26), and ``_preload`` loads it while the probe
-waits on the network."""
+"""What a start needs once the bootstrap probe has answered, in the order it needs it (the group
+messages, the access check, the topic watch, the membership loop with the request table and the group's
+runtime), and the protocol's machine after them: none of it is loaded by ``import staticconsumer`` or
+before the probe is sent (issue 26), and ``_preload`` loads it while the probe waits on the network."""
 
-PRELOAD_SWITCH_INTERVAL = 0.0005
-"""The interpreter's thread switch interval while ``_preload`` imports (restored after it): an import holds
-the GIL, and a membership thread whose probe answer arrived meanwhile would wait up to the default 5 ms
-for it at each round trip; at 0.5 ms the preload yields to it about as soon as it can run."""
 
 log = logging.getLogger("staticconsumer.runtime")
 
@@ -316,8 +309,6 @@ class MembershipThread:
             concurrent.futures.Future()
         )
         self._done: concurrent.futures.Future[Exception | None] = concurrent.futures.Future()
-        self._preloaded: concurrent.futures.Future[None] = concurrent.futures.Future()
-        """Set when ``_preload`` ends (however it ends): the membership thread imports nothing before it."""
         self._verdicts: set[concurrent.futures.Future[Exception | None]] = set()
         self._polled_at = float("-inf")
         """When the application last polled; read by the membership loop at each of its steps."""
@@ -358,16 +349,17 @@ class MembershipThread:
         self._owner = _OnApplicationLoop(self._owner, app_loop, self._explain)
         self._app_loop = app_loop
         self._thread.start()
-        await self._preload()
         await asyncio.wrap_future(self._ready)
 
     async def _preload(self) -> None:
         """Load what the start needs after its bootstrap probe (``AFTER_THE_PROBE``) and this protocol's
-        machine here, on the application's thread, while the membership thread bootstraps: their import
-        (~8 ms of CPU, 25 modules, none loaded by ``import staticconsumer``) then overlaps the probe's round
-        trips instead of following them on the way to the join. Once the probe has answered, one module
-        per turn of the application's loop, so that the consumer starts its fetcher then, not after the
-        last import. The membership thread waits for its end (``_preloaded``) before its own imports."""
+        machine, on the membership thread's loop while the probe waits for its answers: their import
+        (~9 ms of CPU, ~25 modules, none loaded by ``import staticconsumer``) then fills the probe's round
+        trips instead of following them on the way to the join. One module per turn of the loop, so an
+        answer waits for one import at most. On this thread, not the application's: one thread imports
+        at a time, so the two never contend for the GIL over imports (and never import at once, which
+        fails under pytest's assertion rewriting, which parses our modules: CPython 3.11 keeps one AST
+        recursion depth per interpreter)."""
         modules: tuple[str, ...] = (*AFTER_THE_PROBE, "staticconsumer.membership.classic")
         if self._settings.group_protocol == "consumer":
             modules = (
@@ -376,18 +368,9 @@ class MembershipThread:
                 "staticconsumer.runtime.instance_lock",
                 "staticconsumer.membership.consumer_group",
             )
-        try:
-            for module in modules:
-                interval = sys.getswitchinterval()
-                sys.setswitchinterval(min(interval, PRELOAD_SWITCH_INTERVAL))
-                try:
-                    importlib.import_module(module)
-                finally:
-                    sys.setswitchinterval(interval)
-                if self._answered.done():  # the consumer then starts its fetcher between two imports
-                    await asyncio.sleep(0)
-        finally:
-            _resolve(self._preloaded, None)
+        for module in modules:
+            await asyncio.sleep(0)
+            importlib.import_module(module)
 
     async def bootstrapped(self) -> tuple[str, _aiokafka.ProbeAnswer | None]:
         """The bootstrap server that answered (``host:port``) and its probe's metadata, as soon as it did
@@ -635,15 +618,13 @@ class MembershipThread:
             try:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
                 named = self._subscription.named
+                preloading = asyncio.ensure_future(self._preload())  # runs while the probe waits
+                tasks.append(preloading)
                 self.bootstrapped_from, answer = await connection.bootstrap_answered(
                     client, settings, topics=named, group_id=settings.group_id
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
-                # AFTER_THE_PROBE, loaded by the application's thread while the probe waited: its import
-                # is not raced by this thread's (two threads importing at once under pytest's assertion
-                # rewriting, which parses our modules, fail: CPython 3.11 keeps one AST recursion depth
-                # per interpreter).
-                await asyncio.wrap_future(self._preloaded)
+                await preloading  # AFTER_THE_PROBE: loaded while the probe waited
                 from .topics import TopicWatch
 
                 if settings.group_protocol == "consumer":

@@ -227,10 +227,10 @@ def test_the_consumer_protocol_check_loads_on_first_use() -> None:
 def test_start_loads_the_membership_loop_and_its_machine_while_the_thread_bootstraps(
     group_protocol: str, machine: str
 ) -> None:
-    """start() loads what follows the probe on the application's thread while the membership thread's
-    probe waits: here a server that never answers keeps the probe waiting until request.timeout.ms, so
-    the thread never reaches its own imports of them, and they are loaded all the same (this protocol's
-    machine only)."""
+    """start() loads what follows the probe while the membership thread's probe waits for its answers:
+    here a server that never answers keeps the probe waiting until request.timeout.ms, so the start
+    never reaches the steps that use them, and they are loaded all the same (this protocol's machine
+    only, and KIP-848's broker check with a consumer-protocol member only)."""
     code = (
         "import asyncio, socket\n"
         "import staticconsumer\n"

@@ -25,8 +25,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, _inputs
 from staticconsumer._partitions import ApplicationPartitions, Partitions, RecordIteration, Records
-from staticconsumer.connection import ConnectionMonitor, ConnectionState
-from staticconsumer.connection.monitor import lag_tick_s
+from staticconsumer.connection.monitor import ConnectionMonitor, ConnectionState, lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConfigurationError,
@@ -36,19 +35,19 @@ from staticconsumer.errors import (
     StaticMembershipUnsupportedError,
 )
 from staticconsumer.listener import ConsumerRebalanceListener
-from staticconsumer.membership import MembershipObserver, OffsetAndMetadata, TopicPartition
-from staticconsumer.protocol import Message
-from staticconsumer.runtime.assignment import rebalance_protocol_of
+from staticconsumer.membership import OffsetAndMetadata, TopicPartition
 from staticconsumer.runtime.subscription import Subscription
-from staticconsumer.runtime.thread import MembershipThread
 from staticconsumer.settings import Settings
-from staticconsumer.settings._strategy import translate_assignment_strategy
+from staticconsumer.settings._strategy import rebalance_protocol_of, translate_assignment_strategy
 from staticconsumer.telemetry import caller_context, record_tracer, telemetry_observers
 from staticconsumer.telemetry.deferred import NO_PROCESSING, DeferredRecordTracer, NoProcessing
 from staticconsumer.telemetry.fetcher import uninstrumented
 
 if TYPE_CHECKING:
     from staticconsumer.eventlog import EventLog
+    from staticconsumer.membership import MembershipObserver
+    from staticconsumer.protocol import Message
+    from staticconsumer.runtime.thread import MembershipThread
     from staticconsumer.telemetry.records import ProcessingBlock, RecordTracer
 
 log = logging.getLogger("staticconsumer")
@@ -264,6 +263,10 @@ class StaticConsumer:
     async def _start(self, s: Settings) -> None:
         """start() once the monitor exists, in its :meth:`~ConnectionMonitor.owning` context."""
         assert self._monitor is not None
+        # Loaded here, not at import: a consumer's construction does not need it (issue 26); what
+        # it needs after the bootstrap probe loads while the probe waits (MembershipThread._preload).
+        from staticconsumer.runtime.thread import MembershipThread
+
         self._reconnect_backoff = ReconnectBackoff(s.reconnect_backoff_ms, s.reconnect_backoff_max_ms)
         self._membership = MembershipThread(
             monitor=self._monitor,

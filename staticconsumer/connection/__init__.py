@@ -17,18 +17,52 @@ diagnosis; the consumer uses them for you.
 See docs/connection.md.
 """
 
-from staticconsumer.connection.access import (
-    AccessReport,
-    acl_hint,
-    check_access,
-    explain_authorization,
-    group_authorization_error,
-    principal_of,
-    topic_authorization_error,
-)
-from staticconsumer.connection.bootstrapping import bootstrap, bootstrap_answered
-from staticconsumer.connection.monitor import BrokerOutage, ConnectionMonitor, ConnectionState
-from staticconsumer.connection.topics import MissingTopics, TopicsChange
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from staticconsumer.connection.access import (
+        AccessReport,
+        acl_hint,
+        check_access,
+        explain_authorization,
+        group_authorization_error,
+        principal_of,
+        topic_authorization_error,
+    )
+    from staticconsumer.connection.bootstrapping import bootstrap, bootstrap_answered
+    from staticconsumer.connection.monitor import BrokerOutage, ConnectionMonitor, ConnectionState
+    from staticconsumer.connection.topics import MissingTopics, TopicsChange
+else:
+    _LAZY = {
+        "AccessReport": "access",
+        "acl_hint": "access",
+        "check_access": "access",
+        "explain_authorization": "access",
+        "group_authorization_error": "access",
+        "principal_of": "access",
+        "topic_authorization_error": "access",
+        "bootstrap": "bootstrapping",
+        "bootstrap_answered": "bootstrapping",
+        "BrokerOutage": "monitor",
+        "ConnectionMonitor": "monitor",
+        "ConnectionState": "monitor",
+        "MissingTopics": "topics",
+        "TopicsChange": "topics",
+    }
+    """Each name loads its module on first use (issue 26): a start's bootstrap probe needs
+    ``bootstrapping`` only, and the access check (with the group messages it reads) loads while the
+    probe waits on the network."""
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "AccessReport",

@@ -11,18 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from staticconsumer.errors import CommitFailedError, OffsetRegressionError
 
-from . import actions, events, rules
-from .backoff import Backoff
-from .config import (
-    MAX_GROUP_INSTANCE_ID_LENGTH,
-    AssignmentDecoder,
-    MembershipConfig,
-    SubscriptionDecoder,
-    validate_group_instance_id,
-)
-from .machine import new_machine
-from .observe import MembershipObserver, MemberView, Milestone
-from .reconcile import RebalanceProtocol
 from .types import (
     NO_GENERATION,
     NO_MEMBER_ID,
@@ -33,23 +21,50 @@ from .types import (
     JoinGroupMember,
     MemberState,
     OffsetAndMetadata,
+    RebalanceProtocol,
     ReleaseReason,
     RequestToken,
     TopicPartition,
 )
 
 if TYPE_CHECKING:
+    from . import actions, events, rules
+    from .backoff import Backoff
     from .classic import ClassicMachine
+    from .config import (
+        MAX_GROUP_INSTANCE_ID_LENGTH,
+        AssignmentDecoder,
+        MembershipConfig,
+        SubscriptionDecoder,
+        validate_group_instance_id,
+    )
     from .consumer_group import ConsumerGroupMachine
-    from .machine import AnyMachine, MembershipMachine
+    from .machine import AnyMachine, MembershipMachine, new_machine
+    from .observe import MembershipObserver, MemberView, Milestone
 else:
     _LAZY = {
+        "actions": "",
+        "events": "",
+        "rules": "",
+        "Backoff": ".backoff",
+        "MAX_GROUP_INSTANCE_ID_LENGTH": ".config",
+        "AssignmentDecoder": ".config",
+        "MembershipConfig": ".config",
+        "SubscriptionDecoder": ".config",
+        "validate_group_instance_id": ".config",
         "ClassicMachine": ".classic",
         "ConsumerGroupMachine": ".consumer_group",
         "AnyMachine": ".machine",
         "MembershipMachine": ".machine",
+        "new_machine": ".machine",
+        "MembershipObserver": ".observe",
+        "MemberView": ".observe",
+        "Milestone": ".observe",
     }
-    """The machines, loaded with the first member that runs one: a restart runs one protocol's, not both."""
+    """Loaded on first use (issue 26): ``import staticconsumer`` and a consumer's construction need the
+    value types only; the events, actions and rules, and each protocol's machine, load when a member
+    starts (``MembershipThread._preload``, while the bootstrap probe waits on the network). A name
+    mapped to "" is a submodule of its own."""
 
     def __getattr__(name: str) -> Any:
         module = _LAZY.get(name)
@@ -57,7 +72,8 @@ else:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         import importlib
 
-        value = getattr(importlib.import_module(module, __name__), name)
+        loaded = importlib.import_module(module or f".{name}", __name__)
+        value = loaded if not module else getattr(loaded, name)
         globals()[name] = value
         return value
 

@@ -14,21 +14,13 @@ PartitionsLost, PartitionsAssigned) with their callback ids; the machines decide
 
 from __future__ import annotations
 
-import enum
-
 import msgspec
 
 from . import actions as act
+from .types import RebalanceProtocol as RebalanceProtocol  # re-exported: its home was here
 from .types import ReleaseReason, TopicPartition
 
 Partitions = frozenset[TopicPartition]
-
-
-class RebalanceProtocol(enum.Enum):
-    """How the classic protocol moves partitions (Java's ConsumerPartitionAssignor.RebalanceProtocol)."""
-
-    EAGER = "eager"
-    COOPERATIVE = "cooperative"
 
 
 class Delta(msgspec.Struct, frozen=True):

@@ -98,6 +98,16 @@ class ReleaseReason(enum.Enum):
     FATAL = "fatal error"
 
 
+class RebalanceProtocol(enum.Enum):
+    """How the classic protocol moves partitions (Java's ConsumerPartitionAssignor.RebalanceProtocol).
+
+    Defined here, with the value types, rather than in ``reconcile`` (which re-exports it): a consumer
+    chooses its protocol when it is built, before anything of the machine is loaded."""
+
+    EAGER = "eager"
+    COOPERATIVE = "cooperative"
+
+
 class IdPartitions(NamedTuple):
     """Partitions of one topic named by its id, as the consumer protocol (KIP-848) carries them."""
 

@@ -5,8 +5,9 @@ group, or a partition that does not exist, or a cooperative plan moves a partiti
 becomes one typed :class:`AssignorError` naming the assignor, so the membership machine can refuse the
 plan and retry instead of ending the consumer.
 
-Which rebalance protocol a member follows is decided here too, from its assignors, as Java's
-ConsumerCoordinator decides it.
+Which rebalance protocol a member follows is decided from its assignors when a consumer is built, as
+Java's ConsumerCoordinator decides it: ``rebalance_protocol_of``, defined in
+``staticconsumer.settings._strategy`` (loaded by ``import staticconsumer``, this module is not).
 """
 
 from __future__ import annotations
@@ -15,40 +16,10 @@ from collections.abc import Mapping, Sequence
 
 import assignors as assignor_lib
 from staticconsumer._aiokafka import PartitionReplicas
-from staticconsumer.errors import AssignorError, ConfigurationError
-from staticconsumer.membership import JoinGroupMember, RebalanceProtocol, TopicPartition
+from staticconsumer.errors import AssignorError
+from staticconsumer.membership import JoinGroupMember, TopicPartition
 from staticconsumer.protocol import Assignment, Subscription, TopicPartitions, assigned_partitions
-
-_PROTOCOL_ORDER = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
-"""Java's RebalanceProtocol ids, lowest first: the later one is the more advanced."""
-
-
-def rebalance_protocol_of(assignors: Sequence[assignor_lib.Assignor]) -> RebalanceProtocol:
-    """The most advanced protocol every configured assignor supports (Java's ConsumerCoordinator).
-
-    ``cooperative-sticky`` alone is cooperative; adding ``range`` (eager only) makes the member eager,
-    which is the first step of a migration. A custom assignor declares its ``rebalance_protocols``.
-    """
-    if not assignors:
-        raise ConfigurationError("at least one assignor is needed to choose a rebalance protocol")
-    known = {protocol.value: protocol for protocol in _PROTOCOL_ORDER}
-    common = set(_PROTOCOL_ORDER)
-    for assignor in assignors:
-        declared = tuple(getattr(assignor, "rebalance_protocols", ("eager",)))
-        unknown = [p for p in declared if p not in known]
-        if unknown:
-            raise ConfigurationError(
-                f"assignor {assignor.name!r} declares rebalance protocols {unknown}; "
-                f"the classic protocol knows {sorted(known)}"
-            )
-        common &= {known[p] for p in declared}
-    if not common:
-        names = [a.name for a in assignors]
-        raise ConfigurationError(
-            f"the assignors {names} have no rebalance protocol in common "
-            f"({', '.join(f'{a.name}: {list(a.rebalance_protocols)}' for a in assignors)})"
-        )
-    return max(common, key=_PROTOCOL_ORDER.index)
+from staticconsumer.settings._strategy import rebalance_protocol_of as rebalance_protocol_of
 
 
 def decode_members(members: Sequence[JoinGroupMember]) -> list[assignor_lib.Member]:

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-import assignors as assignor_lib
 from staticconsumer import _aiokafka, connection
+from staticconsumer.connection import bootstrapping as _bootstrapping  # noqa: F401  (the probe's)
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     ConsumerStoppedError,
@@ -46,48 +46,58 @@ from staticconsumer.errors import (
     StaticMembershipUnsupportedError,
     broker_error,
 )
-from staticconsumer.membership import (
-    MembershipConfig,
-    MembershipObserver,
-    OffsetAndMetadata,
-    RebalanceProtocol,
-    ReleaseReason,
-    TopicPartition,
-    events,
-    new_machine,
-)
-from staticconsumer.protocol import (
-    HeartbeatRequest,
-    JoinGroupRequest,
-    Message,
-    OffsetCommitRequest,
-    SyncGroupRequest,
-    subscribed_topics,
-    uuid_text,
-)
-from staticconsumer.settings import Settings
+from staticconsumer.protocol import coordinator as _coordinator  # noqa: F401  (the probe's FindCoordinator)
+from staticconsumer.protocol._codec import uuid_text
+from staticconsumer.protocol.api_keys import api_name
+from staticconsumer.settings._strategy import rebalance_protocol_of
 
-from .assignment import decode_assignment, rebalance_protocol_of
-from .instance_lock import InstanceLock
-from .offsets import fetch_committed
-from .owner import MemberSnapshot, PartitionOwner, Partitions
-from .subscription import Subscription
-from .topics import TopicWatch
+from .owner import MemberSnapshot
 
 if TYPE_CHECKING:
-    from staticconsumer.membership import AnyMachine
+    import assignors as assignor_lib
+    from staticconsumer.membership import (
+        AnyMachine,
+        MembershipConfig,
+        MembershipObserver,
+        OffsetAndMetadata,
+        RebalanceProtocol,
+        ReleaseReason,
+        TopicPartition,
+        events,
+    )
+    from staticconsumer.protocol import Message
+    from staticconsumer.settings import Settings
 
+    from .instance_lock import InstanceLock
     from .loop import MembershipLoop
+    from .owner import PartitionOwner, Partitions
+    from .subscription import Subscription
+    from .topics import TopicWatch
+
+# The probe's modules are imported above, with this module, before the thread runs.
+
+AFTER_THE_PROBE = (
+    "staticconsumer.protocol.group",
+    "staticconsumer.connection.access",
+    "staticconsumer.runtime.topics",
+    "staticconsumer.runtime.loop",
+)
+"""What a start needs once the bootstrap probe has answered, in the order it needs it (the group
+messages, the access check, the topic watch, the membership loop with the request table and the group's
+runtime), and the protocol's machine after them: none of it is loaded by ``import staticconsumer`` or
+before the probe is sent (issue 26), and ``_preload`` loads it while the probe waits on the network."""
+
 
 log = logging.getLogger("staticconsumer.runtime")
 
-MIN_VERSIONS_FOR_STATIC: Mapping[type[Message], int] = {
-    JoinGroupRequest: 5,
-    SyncGroupRequest: 3,
-    HeartbeatRequest: 3,
-    OffsetCommitRequest: 7,
+MIN_VERSIONS_FOR_STATIC: Mapping[int, int] = {
+    11: 5,  # JoinGroup
+    14: 3,  # SyncGroup
+    12: 3,  # Heartbeat
+    8: 7,  # OffsetCommit
 }
-"""The first version of each API that carries group.instance.id (KIP-345, Kafka 2.3)."""
+"""The first version of each API (by key) that carries group.instance.id (KIP-345, Kafka 2.3). Keys,
+not the message classes: the check runs before the group messages are loaded (issue 26)."""
 
 POLL_REPORT_MAX_SECONDS = 3.0
 """A poll this long after the previous one (a pause) is told to the membership thread at once, so a member
@@ -121,11 +131,11 @@ async def check_static_membership_supported(
     ``versions``: what the bootstrap probe's broker advertised; without them a broker is asked."""
     if versions is None:
         versions = await _aiokafka.broker_versions(client, _aiokafka.any_node(client), coordination=False)
-    for message, needed in MIN_VERSIONS_FOR_STATIC.items():
-        offered = versions.get(message.API_KEY)
+    for key, needed in MIN_VERSIONS_FOR_STATIC.items():
+        offered = versions.get(key)
         if offered is None or offered[1] < needed:
             raise StaticMembershipUnsupportedError(
-                f"the broker offers {message.API_NAME} "
+                f"the broker offers {api_name(key)} "
                 f"{'not at all' if offered is None else f'up to v{offered[1]}'}, but group.instance.id "
                 f"needs v{needed}+ (Kafka 2.3 or later). Refusing to fall back to dynamic membership "
                 f"silently; unset group_instance_id to join as a dynamic member"
@@ -288,9 +298,6 @@ class MembershipThread:
         self._on_request = on_request
         self._version_caps = dict(version_caps or {})
         self._closers = tuple(closers)
-        self._config = MembershipConfig.from_settings(
-            settings, decode_assignment=decode_assignment, decode_subscription=subscribed_topics
-        )
         self._member_id = new_member_id() if settings.group_protocol == "consumer" else None
         """KIP-1082: the client's own member id, for the life of this consumer (consumer protocol)."""
         self._instance_lock: InstanceLock | None = None
@@ -342,17 +349,27 @@ class MembershipThread:
         self._owner = _OnApplicationLoop(self._owner, app_loop, self._explain)
         self._app_loop = app_loop
         self._thread.start()
-        self._preload()
         await asyncio.wrap_future(self._ready)
 
-    def _preload(self) -> None:
-        """Load the membership loop and this protocol's machine here, on the application's thread, while
-        the membership thread bootstraps: their import (~5 ms of CPU, 10 modules) then overlaps the
-        bootstrap's and the access check's round trips instead of following them on the way to the join.
-        The application's loop waits for the start meanwhile anyway; the membership thread imports them
-        when they are needed all the same (already loaded, or waiting for this import to finish)."""
-        machine = "consumer_group" if self._settings.group_protocol == "consumer" else "classic"
-        for module in ("staticconsumer.runtime.loop", f"staticconsumer.membership.{machine}"):
+    async def _preload(self) -> None:
+        """Load what the start needs after its bootstrap probe (``AFTER_THE_PROBE``) and this protocol's
+        machine, on the membership thread's loop while the probe waits for its answers: their import
+        (~9 ms of CPU, ~25 modules, none loaded by ``import staticconsumer``) then fills the probe's round
+        trips instead of following them on the way to the join. One module per turn of the loop, so an
+        answer waits for one import at most. On this thread, not the application's: one thread imports
+        at a time, so the two never contend for the GIL over imports (and never import at once, which
+        fails under pytest's assertion rewriting, which parses our modules: CPython 3.11 keeps one AST
+        recursion depth per interpreter)."""
+        modules: tuple[str, ...] = (*AFTER_THE_PROBE, "staticconsumer.membership.classic")
+        if self._settings.group_protocol == "consumer":
+            modules = (
+                "staticconsumer.broker_support",
+                *AFTER_THE_PROBE,
+                "staticconsumer.runtime.instance_lock",
+                "staticconsumer.membership.consumer_group",
+            )
+        for module in modules:
+            await asyncio.sleep(0)
             importlib.import_module(module)
 
     async def bootstrapped(self) -> tuple[str, _aiokafka.ProbeAnswer | None]:
@@ -400,7 +417,9 @@ class MembershipThread:
             return  # no machine yet (nothing subscribed): there is no poll deadline to keep
         previous, self._polled_at = self._polled_at, now
         if now - previous >= self._poll_report_interval:
-            self._post(events.PollCalled(now=now))
+            from staticconsumer.membership.events import PollCalled
+
+            self._post(PollCalled(now=now))
 
     async def commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], caller: object | None = None
@@ -443,6 +462,8 @@ class MembershipThread:
                     raise self._explain(
                         broker_error(answer.error_code, f"FindCoordinator for group {settings.group_id!r}")
                     )
+                from .offsets import fetch_committed
+
                 return await fetch_committed(
                     self._client,
                     settings.group_id,
@@ -516,7 +537,9 @@ class MembershipThread:
     def _unrecoverable(self, error: Exception) -> None:
         membership = self._membership
         if membership is not None:
-            membership.post(events.Unrecoverable(now=time.monotonic(), error=error))
+            from staticconsumer.membership.events import Unrecoverable
+
+            membership.post(Unrecoverable(now=time.monotonic(), error=error))
 
     def update_subscription(self, reason: str) -> None:
         """The subscription changed: rejoin with the new metadata."""
@@ -595,10 +618,15 @@ class MembershipThread:
             try:
                 # Typed errors that say why (refused, silent, credentials, ACLs), within request.timeout.ms.
                 named = self._subscription.named
+                preloading = asyncio.ensure_future(self._preload())  # runs while the probe waits
+                tasks.append(preloading)
                 self.bootstrapped_from, answer = await connection.bootstrap_answered(
                     client, settings, topics=named, group_id=settings.group_id
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
+                await preloading  # AFTER_THE_PROBE: loaded while the probe waited
+                from .topics import TopicWatch
+
                 if settings.group_protocol == "consumer":
                     # A clear error naming the broker's release rather than a refusal at the first heartbeat;
                     # the coordinator itself is checked again by every heartbeat (requests.py). Loaded
@@ -707,13 +735,28 @@ class MembershipThread:
             if self._instance_lock is not None:
                 self._instance_lock.release()
 
+    def _membership_config(self) -> MembershipConfig:
+        """The machine's view of the settings, with the runtime's codecs (loaded after the probe)."""
+        from staticconsumer.membership.config import MembershipConfig
+        from staticconsumer.protocol.consumer import subscribed_topics
+
+        from .assignment import decode_assignment
+
+        return MembershipConfig.from_settings(
+            self._settings, decode_assignment=decode_assignment, decode_subscription=subscribed_topics
+        )
+
     def _new_machine(self) -> AnyMachine:
+        from staticconsumer.membership.machine import new_machine
+
         settings = self._settings
         if settings.group_protocol != "consumer":
-            return new_machine(self._config, self._rebalance_protocol)
+            return new_machine(self._membership_config(), self._rebalance_protocol)
         assert self._member_id is not None
         evidence = None
         if settings.group_instance_id is not None:
+            from .instance_lock import InstanceLock
+
             self._instance_lock = InstanceLock.acquire(
                 cluster=",".join(sorted(settings.bootstrap_servers)),
                 group=settings.group_id,
@@ -728,7 +771,10 @@ class MembershipThread:
             "" if settings.group_instance_id is None else f", instance id {settings.group_instance_id}",
         )
         return new_machine(
-            self._config, group_protocol="consumer", member_id=self._member_id, evidence=evidence
+            self._membership_config(),
+            group_protocol="consumer",
+            member_id=self._member_id,
+            evidence=evidence,
         )
 
     async def _first_subscription(self) -> bool:

@@ -4,14 +4,22 @@ A service moved from ``AIOKafkaConsumer`` by changing one import keeps passing a
 classes; each one aiokafka ships has an assignor here under the same protocol name (and wire format),
 so the keyword becomes ``assignors=`` names. Classes are recognised by where aiokafka defines them, not
 imported: settings stay free of aiokafka, and a look-alike class of the user's is not taken for one.
+
+The rebalance protocol the configured assignors allow (``rebalance_protocol_of``) is chosen here too,
+when a consumer is built: this module is loaded by ``import staticconsumer``, the leader's assignment
+step (``runtime.assignment``, which re-exports it) only once a member starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
-from staticconsumer.errors import SettingProblem, SettingsError
+from staticconsumer.errors import ConfigurationError, SettingProblem, SettingsError
+from staticconsumer.membership.types import RebalanceProtocol
+
+if TYPE_CHECKING:
+    import assignors as assignor_lib
 
 KEYWORD: Final = "partition_assignment_strategy"
 """aiokafka's keyword (a tuple of assignor classes, in order of preference)."""
@@ -90,3 +98,35 @@ def _no_equivalent(unknown: list[object]) -> str:
         f"to protocol names instead: range, roundrobin, sticky, cooperative-sticky, or one registered with "
         f"assignors.register under the same protocol name (aiokafka classes mapped: {known})"
     )
+
+
+_PROTOCOL_ORDER = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
+"""Java's RebalanceProtocol ids, lowest first: the later one is the more advanced."""
+
+
+def rebalance_protocol_of(assignors: Sequence[assignor_lib.Assignor]) -> RebalanceProtocol:
+    """The most advanced protocol every configured assignor supports (Java's ConsumerCoordinator).
+
+    ``cooperative-sticky`` alone is cooperative; adding ``range`` (eager only) makes the member eager,
+    which is the first step of a migration. A custom assignor declares its ``rebalance_protocols``.
+    """
+    if not assignors:
+        raise ConfigurationError("at least one assignor is needed to choose a rebalance protocol")
+    known = {protocol.value: protocol for protocol in _PROTOCOL_ORDER}
+    common = set(_PROTOCOL_ORDER)
+    for assignor in assignors:
+        declared = tuple(getattr(assignor, "rebalance_protocols", ("eager",)))
+        unknown = [p for p in declared if p not in known]
+        if unknown:
+            raise ConfigurationError(
+                f"assignor {assignor.name!r} declares rebalance protocols {unknown}; "
+                f"the classic protocol knows {sorted(known)}"
+            )
+        common &= {known[p] for p in declared}
+    if not common:
+        names = [a.name for a in assignors]
+        raise ConfigurationError(
+            f"the assignors {names} have no rebalance protocol in common "
+            f"({', '.join(f'{a.name}: {list(a.rebalance_protocols)}' for a in assignors)})"
+        )
+    return max(common, key=_PROTOCOL_ORDER.index)

@@ -17,13 +17,13 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from staticconsumer.membership import MembershipObserver, MemberView
-from staticconsumer.membership.actions import Action
-from staticconsumer.membership.events import Event
-
 from .deferred import DeferredRecordTracer, RecordLoop, api_imported, caller_context
 
 if TYPE_CHECKING:
+    from staticconsumer.membership import MembershipObserver, MemberView
+    from staticconsumer.membership.actions import Action
+    from staticconsumer.membership.events import Event
+
     from . import attributes
     from .instruments import partition_lag
     from .observer import TelemetryObserver, error_type_of, error_type_of_code

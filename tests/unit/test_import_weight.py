@@ -49,13 +49,45 @@ NOT_AT_IMPORT = (
     "staticconsumer.protocol.admin",
     "staticconsumer.protocol.kafka_json",
     "staticconsumer._errors_rare",
+    *(
+        AFTER_THE_PROBE := (
+            "staticconsumer.membership.actions",
+            "staticconsumer.membership.events",
+            "staticconsumer.membership.rules",
+            "staticconsumer.membership.observe",
+            "staticconsumer.membership.reconcile",
+            "staticconsumer.membership.machine",
+            "staticconsumer.membership.backoff",
+            "staticconsumer.protocol.group",
+            "staticconsumer.protocol.offsets",
+            "staticconsumer.connection.access",
+            "staticconsumer.connection.topics",
+            "staticconsumer.runtime.topics",
+            "staticconsumer.runtime.offsets",
+            "staticconsumer.runtime.instance_lock",
+            "staticconsumer.runtime.loop",
+            "staticconsumer.runtime.assignment",
+            "staticconsumer.protocol.consumer",
+        )
+    ),
+    *(
+        PROBE := (
+            "staticconsumer.runtime.thread",
+            "staticconsumer.connection.bootstrapping",
+            "staticconsumer.protocol.coordinator",
+        )
+    ),
 )
 """Loaded by the member that runs them, not by ``import staticconsumer`` (issue 26): each protocol's
 membership machine (a restart runs one of the two), and the assignors' code (a consumer creates its
 assignors when it is built; KIP-848's consumer protocol never runs one), and the check that a broker
 speaks KIP-848 (``broker_support``); the wire messages of KIP-848 (``consumer_group``, and ``metadata``,
 which resolves its topic ids), of the admin tools and the JSON form of the golden vectors; the rarer
-error classes (``staticconsumer._errors_rare``: broker codes a start does not raise, analytics errors)."""
+error classes (``staticconsumer._errors_rare``: broker codes a start does not raise, analytics errors).
+``AFTER_THE_PROBE``: what a start needs only once its bootstrap probe has answered (the machine's events,
+actions and rules, the group messages, the access check, the topic watch, the membership loop), loaded
+while the probe waits on the network; ``PROBE``: the membership thread and the probe, loaded by
+``start()``."""
 
 KIP_848_ONLY = (
     "staticconsumer.membership.consumer_group",
@@ -195,25 +227,74 @@ def test_the_consumer_protocol_check_loads_on_first_use() -> None:
 def test_start_loads_the_membership_loop_and_its_machine_while_the_thread_bootstraps(
     group_protocol: str, machine: str
 ) -> None:
-    """start() loads them on the application's thread as soon as the membership thread runs, overlapping
-    the bootstrap's round trips: here nothing listens, so the thread fails at its bootstrap and never
-    reaches its own import of them, and they are loaded all the same (this protocol's machine only)."""
+    """start() loads what follows the probe while the membership thread's probe waits for its answers:
+    here a server that never answers keeps the probe waiting until request.timeout.ms, so the start
+    never reaches the steps that use them, and they are loaded all the same (this protocol's machine
+    only, and KIP-848's broker check with a consumer-protocol member only)."""
     code = (
         "import asyncio, socket\n"
         "import staticconsumer\n"
-        "with socket.socket() as s:\n"
-        "    s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]\n"
+        "silent = socket.socket(); silent.bind(('127.0.0.1', 0)); silent.listen(8)\n"
+        "port = silent.getsockname()[1]\n"
         "c = staticconsumer.StaticConsumer('t', bootstrap_servers=f'127.0.0.1:{port}', group_id='g', "
-        f"group_instance_id='g-0', group_protocol={group_protocol!r})\n"
+        f"group_instance_id='g-0', group_protocol={group_protocol!r}, request_timeout_ms=1500)\n"
         "try:\n"
         "    asyncio.run(c.start())\n"
-        "except staticconsumer.errors.BrokerUnreachableError:\n"
+        "except staticconsumer.errors.BrokerConnectionError:\n"
         "    pass\n"
         "else:\n"
-        "    raise AssertionError('started with nothing listening')"
+        "    raise AssertionError('started against a silent server')"
     )
-    watched = ("staticconsumer.runtime.loop", *NOT_AT_IMPORT[:2])
-    assert _loaded_after(code, watched=watched) == ["staticconsumer.runtime.loop", machine]
+    watched = (*AFTER_THE_PROBE, *NOT_AT_IMPORT[:3])
+    loaded = _loaded_after(code, watched=watched)
+    assert [m for m in loaded if m in NOT_AT_IMPORT[:2]] == [machine]
+    from staticconsumer.runtime.thread import AFTER_THE_PROBE as preloaded
+
+    assert set(preloaded) <= set(loaded)
+    assert ("staticconsumer.broker_support" in loaded) == (group_protocol == "consumer")
+
+
+def test_the_thread_brings_the_probes_modules_and_nothing_it_does_not_need() -> None:
+    """What ``start()`` loads before the membership thread sends its bootstrap probe (the thread's module)
+    brings all the probe needs, so that thread imports none of our modules while the preload runs, and
+    nothing that only the steps after the probe need: those load while it waits."""
+    code = CONSTRUCT + "\nimport staticconsumer.runtime.thread"
+    watched = (*PROBE, *AFTER_THE_PROBE, *NOT_AT_IMPORT[:3])
+    assert _loaded_after(code, watched=watched) == list(PROBE)
+
+
+def test_the_lazy_names_of_membership_and_connection_are_their_modules_objects() -> None:
+    """Every public name of the two packages made lazy still resolves, to its module's object;
+    ``RebalanceProtocol`` (now defined with the value types) is the one class under both names and
+    pickles by reference."""
+    code = (
+        "import pickle, importlib\n"
+        "import staticconsumer.membership as m, staticconsumer.connection as c\n"
+        "from staticconsumer.membership import Backoff, MembershipConfig, events, new_machine\n"
+        "from staticconsumer.connection import check_access, ConnectionMonitor\n"
+        "import staticconsumer.membership.backoff, staticconsumer.membership.config\n"
+        "import staticconsumer.membership.machine, staticconsumer.membership.reconcile as r\n"
+        "import staticconsumer.connection.access, staticconsumer.connection.monitor\n"
+        "assert Backoff is staticconsumer.membership.backoff.Backoff\n"
+        "assert MembershipConfig is staticconsumer.membership.config.MembershipConfig\n"
+        "assert events is importlib.import_module('staticconsumer.membership.events')\n"
+        "assert new_machine is staticconsumer.membership.machine.new_machine\n"
+        "assert check_access is staticconsumer.connection.access.check_access\n"
+        "assert ConnectionMonitor is staticconsumer.connection.monitor.ConnectionMonitor\n"
+        "for module in (m, c):\n"
+        "    for name in module.__all__:\n"
+        "        getattr(module, name)\n"
+        "    try:\n"
+        "        module.NoSuchName\n"
+        "    except AttributeError as e:\n"
+        "        assert 'NoSuchName' in str(e)\n"
+        "    else:\n"
+        "        raise AssertionError(module)\n"
+        "assert m.RebalanceProtocol is r.RebalanceProtocol\n"
+        "cooperative = m.RebalanceProtocol.COOPERATIVE\n"
+        "assert pickle.loads(pickle.dumps(cooperative)) is r.RebalanceProtocol.COOPERATIVE"
+    )
+    assert _loaded_after(code) == []
 
 
 def test_the_lazy_names_are_the_same_objects() -> None:

@@ -141,3 +141,34 @@ async def test_one_consumers_fatal_failure_ends_its_own_run_only(
         await asyncio.gather(takeover, return_exceptions=True)
         await asyncio.gather(fenced.stop(), second.stop(), return_exceptions=True)
     await _thread_ended()
+
+
+async def test_a_consumer_whose_application_loop_closed_without_stop_is_ended_and_the_other_runs_on(
+    kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    other_topic = f"{unique_topic}-b"
+    kafka_broker.create_topic(unique_topic, 1)
+    kafka_broker.create_topic(other_topic, 1)
+    await produce(bootstrap, unique_topic, 1)
+    await produce(bootstrap, other_topic, 2)
+    second_requests = _Requests()
+    second = _member(bootstrap, other_topic, f"{unique_group}-b", "second", second_requests)
+    orphan = _member(bootstrap, unique_topic, unique_group, "orphan", _Requests())
+
+    async def exits_without_stop() -> None:
+        await orphan.start()
+        await consume(orphan, 1)
+
+    await second.start()
+    try:
+        # Another thread's application: asyncio.run closes its loop, and nothing calls stop().
+        await asyncio.to_thread(asyncio.run, exits_without_stop())
+        membership = orphan._membership
+        assert membership is not None
+        await eventually(membership._done.done, 15, "the orphan's membership run ended by itself")
+        assert loop_thread.thread_alive()
+        await _keeps_its_place(second, second_requests, bootstrap, other_topic)
+    finally:
+        await second.stop()
+    await _thread_ended()

@@ -21,6 +21,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import logging
+import os
 import threading
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
@@ -91,14 +92,10 @@ _lock = threading.Lock()
 _shared: _Shared | None = None
 
 
-def submit(
-    main: Callable[[], Coroutine[Any, Any, None]], prepare: Callable[[], None] = lambda: None
-) -> concurrent.futures.Future[None]:
-    """Run ``main()`` as a task of its own on the shared loop thread (started if none runs).
-
-    ``prepare`` runs first in the task's own context (contextvars that its tasks inherit). The future
-    is set once the run has ended and every task it created has finished; ``main`` must report its own
-    errors (one that escapes it is logged here)."""
+def submit(main: Callable[[], Coroutine[Any, Any, None]]) -> concurrent.futures.Future[None]:
+    """Run ``main()`` as a task of its own, in a context of its own, on the shared loop thread (started
+    if none runs). The future is set once the run has ended and every task it created has finished;
+    ``main`` must report its own errors (one that escapes it is logged here)."""
     global _shared
     with _lock:
         shared = _shared
@@ -107,7 +104,6 @@ def submit(
         shared.runs += 1
     finished: concurrent.futures.Future[None] = concurrent.futures.Future()
     context = contextvars.Context()  # the application's context variables stay on its side, as on a thread
-    context.run(prepare)
     context.run(_RUN.set, set())
     shared.loop.call_soon_threadsafe(_start, shared, main, finished, context)
     return finished
@@ -128,6 +124,8 @@ async def _run(
     try:
         try:
             await main()
+        except asyncio.CancelledError:
+            pass  # cancelled: its own end, nothing to report
         except BaseException:  # one run's end must never end the thread's loop
             log.exception("a membership run failed")
         run = _RUN.get()
@@ -153,6 +151,17 @@ def _release(shared: _Shared) -> None:
         if _shared is shared:
             _shared = None
     shared.loop.call_soon(shared.loop.stop)
+
+
+def _forget_after_fork() -> None:
+    """A forked child has no such thread: its first consumer starts its own."""
+    global _lock, _shared
+    _lock = threading.Lock()
+    _shared = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def thread_alive() -> bool:

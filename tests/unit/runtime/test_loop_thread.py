@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 import time
 
@@ -120,3 +121,28 @@ def test_a_runs_leftover_tasks_are_reaped_at_its_end_and_context_stays_its_own()
     assert not running.done()
     other_stop.set()
     running.result(5)
+
+
+def test_a_forked_child_starts_a_thread_of_its_own() -> None:
+    hold = threading.Event()
+
+    async def held() -> None:
+        await asyncio.to_thread(hold.wait)
+
+    async def nothing() -> None:
+        return None
+
+    running = loop_thread.submit(held)
+    _wait_until(loop_thread.thread_alive)
+    child = os.fork()
+    if child == 0:  # the parent's thread does not exist here: a run must not be posted to its loop
+        code = 1
+        try:
+            loop_thread.submit(nothing).result(5)
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    hold.set()
+    running.result(5)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -696,7 +696,12 @@ def _idle_cpu(report: Any, figures: set[str]) -> list[str]:
         "",
         *_table(["consumer", "CPU per member and second"], rows),
         f"StaticConsumer's median over aiokafka's: {report.ratio:.2f}. Target (at most aiokafka's, ratio "
-        f"<= 1): {'met' if report.target_met else '**not met**'}.",
+        f"<= 1): {'met' if report.target_met else '**not met**'}."
+        + (
+            f" The base tree's (`--base`, same runs): {report.base_ratio:.2f}."
+            if getattr(report, "base_ratio", None) is not None
+            else ""
+        ),
         "",
     ]
 

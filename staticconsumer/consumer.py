@@ -68,30 +68,27 @@ body that never awaits does it once a segment (``ApplicationPartitions.handing_o
 
 
 class _Changed(asyncio.Event):
-    """The ownership changed (an assignment, a revoke, stop): an Event that also resolves the plain
-    futures :meth:`future` hands out, so a fetch waits for it beside the fetch itself without a task of
-    its own per getmany (an idle consumer polls about once a second; issue 27: idle CPU)."""
+    """The ownership changed (an assignment, a revoke, stop): an Event that also calls the callbacks
+    :meth:`call_on_set` registers, so a fetch is interrupted without a task of its own per getmany (an
+    idle consumer polls about once a second; issue 27: idle CPU)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._futures: set[asyncio.Future[None]] = set()
+        self._callbacks: list[Callable[[], None]] = []
 
     def set(self) -> None:
         super().set()
-        futures, self._futures = self._futures, set()
-        for future in futures:
-            if not future.done():
-                future.set_result(None)
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
-    def future(self) -> asyncio.Future[None]:
-        """Resolved at the next set() (not by one before)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._futures.add(future)
-        return future
+    def call_on_set(self, callback: Callable[[], None]) -> None:
+        """``callback()`` at the next set() (once), unless :meth:`uncall` first."""
+        self._callbacks.append(callback)
 
-    def forget(self, future: asyncio.Future[None]) -> None:
-        self._futures.discard(future)
-        future.cancel()
+    def uncall(self, callback: Callable[[], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
 
 
 class StaticConsumer:
@@ -594,28 +591,39 @@ class StaticConsumer:
     async def _interruptible_fetch(
         self, owned: list[KafkaTopicPartition], seconds: float, max_records: int | None
     ) -> dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]] | None:
-        """One fetch from ``owned``, or None when the ownership changed while it waited."""
+        """One fetch from ``owned``, or None when the ownership changed while it waited.
+
+        The fetch runs in the caller's task; a change cancels that task's wait, as ``asyncio.timeout``
+        does, and the cancellation is taken back here (``uncancel``), so a cancellation from elsewhere
+        still propagates. A task and an ``asyncio.wait`` per fetch were three loop callbacks per idle
+        poll more than aiokafka's getmany (issue 27: idle CPU)."""
         assert self._fetcher is not None
         self._changed.clear()
-        fetch = asyncio.ensure_future(
-            self._fetcher.getmany(
-                *owned,
-                timeout_ms=int(seconds * 1000),
-                max_records=max_records,
-            )
-        )
-        interrupt = self._changed.future()
+        task = asyncio.current_task()
+        assert task is not None
+        interrupted = False
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            if asyncio.current_task() is task:
+                return  # set() within the fetch itself: it returns what it has, as it would have anyway
+            interrupted = True
+            task.cancel()
+
+        self._changed.call_on_set(interrupt)
         try:
-            await asyncio.wait({fetch, interrupt}, return_when=asyncio.FIRST_COMPLETED)
+            result: dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]] = await self._fetcher.getmany(
+                *owned, timeout_ms=int(seconds * 1000), max_records=max_records
+            )
+        except asyncio.CancelledError:
+            if interrupted and task.uncancel() == 0:
+                return None
+            raise
         finally:
-            self._changed.forget(interrupt)
-        if fetch.done():
-            result: dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]] = fetch.result()
-            return result
-        fetch.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await fetch
-        return None
+            self._changed.uncall(interrupt)
+        if interrupted:  # the fetcher swallowed the cancellation and returned: its records stand
+            task.uncancel()
+        return result
 
     async def _wait_for_change(self, seconds: float) -> None:
         self._changed.clear()

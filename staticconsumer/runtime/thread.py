@@ -1,9 +1,12 @@
-"""The thread boundary: group membership runs on a thread of its own, with its own event loop and its own
-coordinator connection, as the Java client's heartbeat thread does.
+"""The thread boundary: group membership runs off the application's event loop, on the process's one
+membership thread (loop_thread.py), each consumer's as a task of its own with its own coordinator
+connection, as the Java client's heartbeat thread does.
 
 An application that blocks its event loop (CPU-heavy batches, a synchronous call) therefore never delays
 a heartbeat: it can lose its partitions to max.poll.interval.ms, as in Java, but not its place in the
-group. Everything that crosses the boundary crosses here, and nothing that crosses blocks either loop:
+group. One consumer's run failing or cancelled ends that run only; the thread serves the others on, and
+ends after the last run. Everything that crosses the boundary crosses here, and nothing that crosses
+blocks either loop:
 
 * application -> membership: ``poll_called``, ``commit``, ``stop``, ``update_subscription`` post events
   with ``call_soon_threadsafe``; results come back as concurrent futures the application awaits;
@@ -51,6 +54,7 @@ from staticconsumer.protocol._codec import uuid_text
 from staticconsumer.protocol.api_keys import api_name
 from staticconsumer.settings._strategy import rebalance_protocol_of
 
+from . import loop_thread
 from .owner import MemberSnapshot
 
 if TYPE_CHECKING:
@@ -266,7 +270,8 @@ EXPLAINED_KEPT = 16
 
 
 class MembershipThread:
-    """One consumer's group membership, on a thread of its own. Used from the application's loop."""
+    """One consumer's group membership, run on the shared membership thread. Used from the application's
+    loop."""
 
     def __init__(
         self,
@@ -336,19 +341,18 @@ class MembershipThread:
         self._explained_lock = threading.Lock()
         self.bootstrapped_from: str | None = None
         """The bootstrap server that answered first (``host:port``), once started."""
-        self._thread = threading.Thread(
-            target=self._main, name=f"staticconsumer-membership-{settings.group_id}", daemon=True
-        )
+        self._finished: concurrent.futures.Future[None] | None = None
+        """Set once the run on the shared membership thread has ended and reaped its tasks."""
 
     # -- the application's side ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the thread and wait until it has bootstrapped and checked access (its errors are
-        raised here)."""
+        """Start the run on the membership thread and wait until it has bootstrapped and checked access
+        (its errors are raised here)."""
         app_loop = asyncio.get_running_loop()
         self._owner = _OnApplicationLoop(self._owner, app_loop, self._explain)
         self._app_loop = app_loop
-        self._thread.start()
+        self._finished = loop_thread.submit(self._main)
         await asyncio.wrap_future(self._ready)
 
     async def _preload(self) -> None:
@@ -389,8 +393,8 @@ class MembershipThread:
 
     @property
     def started(self) -> bool:
-        """The thread ran (it then closes what it was given to close, whatever happens)."""
-        return self._thread.ident is not None
+        """The run was started (it then closes what it was given to close, whatever happens)."""
+        return self._finished is not None
 
     def _call(self, call: Callable[..., None], *args: Any) -> None:
         loop = self._loop
@@ -568,7 +572,10 @@ class MembershipThread:
                 return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._done)), grace_seconds)
             return None
         finally:
-            await asyncio.to_thread(self._thread.join, grace_seconds)
+            finished = self._finished
+            if finished is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(finished)), grace_seconds)
 
     def _cancel_run(self) -> None:
         """Cancel the thread's run, now if its loop runs, else as soon as it starts."""
@@ -580,15 +587,16 @@ class MembershipThread:
 
     # -- the membership thread ----------------------------------------------------------------------
 
-    def _main(self) -> None:
+    async def _main(self) -> None:
+        """This consumer's run: a task of its own on the shared membership thread (loop_thread.py)."""
         error: Exception | None = None
         owning = self._monitor.owning() if self._monitor is not None else contextlib.nullcontext()
         try:
-            with owning:  # this thread's clients are this consumer's: their failure records its own
-                asyncio.run(self._run())
-        except BaseException as failure:  # the thread must always report its end
+            with owning:  # this run's tasks (its clients') are this consumer's: their failures are its own
+                await self._run()
+        except BaseException as failure:  # the run must always report its end
             if not (self._cancelled and isinstance(failure, asyncio.CancelledError)):
-                log.exception("the membership thread of group %s failed", self._settings.group_id)
+                log.exception("the membership of group %s failed", self._settings.group_id)
             error = failure if isinstance(failure, Exception) else None
             _fail(self._ready, failure)
             _fail(self._answered, failure)
@@ -623,7 +631,11 @@ class MembershipThread:
                 self.bootstrapped_from, answer = await connection.bootstrap_answered(
                     # the membership client asks for the partitions it needs itself: the probe's brokers
                     # only (a fleet's 600-partition topic applied cost ~0.6 ms of every start, issue 27)
-                    client, settings, topics=named, group_id=settings.group_id, adopt_topics=False
+                    client,
+                    settings,
+                    topics=named,
+                    group_id=settings.group_id,
+                    adopt_topics=False,
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
                 await preloading  # AFTER_THE_PROBE: loaded while the probe waited

@@ -222,3 +222,38 @@ async def test_the_per_record_path_keeps_buffered_records_of_kept_partitions_and
     assert seen[T0] == list(range(len(seen[T0]))), "T0: every offset once, in order, through the rebalance"
     assert seen[T2] == list(range(len(seen[T2])))
     assert len(seen[T0]) + len(seen[T2]) + len(t1_seen) == 37, "every getone returned one record"
+
+
+class WaitingFetcher(AiokafkaLikeFetcher):
+    """A fetch that waits its whole timeout (no records arrive), counting the fetches begun."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fetches = 0
+
+    async def getmany(
+        self, *tps: KafkaTopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[KafkaTopicPartition, list[ConsumerRecord[Any, Any]]]:
+        self.fetches += 1
+        await asyncio.sleep(timeout_ms / 1000)
+        return {}
+
+
+async def test_an_ownership_change_interrupts_a_waiting_fetch_and_a_cancel_from_elsewhere_still_cancels() -> (
+    None
+):
+    fetcher = WaitingFetcher()
+    consumer = consumer_with(fetcher)
+    await consumer._partitions.assign(frozenset({T0}), frozenset({T0}), 1, {T0: 0})
+    stable(consumer, 1, frozenset({T0}))
+    polling = asyncio.ensure_future(consumer.getmany(timeout_ms=5000))
+    await asyncio.sleep(0.05)
+    assert fetcher.fetches == 1
+    asyncio.get_running_loop().call_soon(consumer._changed.set)  # as the membership's calls land
+    await asyncio.sleep(0.05)
+    assert fetcher.fetches == 2, "the change ended the first fetch's wait; the poll fetched afresh"
+    assert not polling.done(), "...and kept waiting out its own timeout, not cancelled"
+    assert polling.cancelling() == 0, "the change's cancellation was taken back"
+    polling.cancel()
+    await asyncio.gather(polling, return_exceptions=True)
+    assert polling.cancelled(), "a cancellation from elsewhere is not taken for a change"

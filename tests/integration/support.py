@@ -19,7 +19,10 @@ from staticconsumer.protocol import (
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
     Message,
+    Subscription,
 )
 
 FAST = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "auto_offset_reset": "earliest"}
@@ -46,6 +49,34 @@ async def to_coordinator(bootstrap: str, group: str, request: Message) -> Messag
         return (await _aiokafka.send(client, coordinator, request)).response
     finally:
         await client.close()
+
+
+def take_over_instance_id(bootstrap: str, group: str, instance_id: str, topic: str) -> asyncio.Task[Message]:
+    """Another process takes ``instance_id``: a JoinGroup with it and no member id replaces the member
+    that held it, whose next heartbeat is answered FENCED_INSTANCE_ID (a fatal error). The task is the
+    takeover's JoinGroup, answered once that rebalance completes: cancel it when done."""
+    return asyncio.create_task(
+        to_coordinator(
+            bootstrap,
+            group,
+            JoinGroupRequest(
+                group_id=group,
+                session_timeout_ms=FAST["session_timeout_ms"],
+                rebalance_timeout_ms=10_000,
+                member_id="",
+                group_instance_id=instance_id,
+                protocol_type="consumer",
+                protocols=[JoinGroupRequestProtocol("range", Subscription([topic]).encode())],
+            ),
+        )
+    )
+
+
+async def poll_until_it_raises(consumer: StaticConsumer, within: float = 20) -> None:
+    """getmany() until it raises (a fenced or failed member), at most ``within`` seconds."""
+    async with asyncio.timeout(within):
+        while True:
+            await consumer.getmany(timeout_ms=200)
 
 
 async def describe_group(bootstrap: str, group: str) -> DescribedGroup:

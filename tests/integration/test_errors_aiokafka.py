@@ -12,7 +12,6 @@ import pytest
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import FencedInstanceIdError
 from staticconsumer.membership import TopicPartition
-from staticconsumer.protocol import JoinGroupRequest, JoinGroupRequestProtocol, Subscription
 from staticconsumer.testing import EmbeddedKafka
 
 from .support import (
@@ -20,18 +19,13 @@ from .support import (
     RequestRecorder,
     committed_offsets,
     consume,
+    poll_until_it_raises,
     produce,
-    to_coordinator,
+    take_over_instance_id,
     until_assigned,
 )
 
 pytestmark = pytest.mark.kafka
-
-
-async def _poll_until_it_raises(consumer: StaticConsumer) -> None:
-    async with asyncio.timeout(20):
-        while True:
-            await consumer.getmany(timeout_ms=200)
 
 
 async def test_commit_of_an_empty_mapping_sends_nothing_and_changes_nothing(
@@ -75,24 +69,10 @@ async def test_a_fenced_consumer_commit_of_an_empty_mapping_raises_the_fencing(
         await until_assigned(consumer)
         # Another process takes the instance id: a JoinGroup with it and no member id replaces this
         # member, whose next heartbeat is answered FENCED_INSTANCE_ID.
-        takeover = asyncio.create_task(
-            to_coordinator(
-                bootstrap,
-                unique_group,
-                JoinGroupRequest(
-                    group_id=unique_group,
-                    session_timeout_ms=FAST["session_timeout_ms"],
-                    rebalance_timeout_ms=10_000,
-                    member_id="",
-                    group_instance_id="fenced-0",
-                    protocol_type="consumer",
-                    protocols=[JoinGroupRequestProtocol("range", Subscription([topic]).encode())],
-                ),
-            )
-        )
+        takeover = take_over_instance_id(bootstrap, unique_group, "fenced-0", topic)
         try:
             with pytest.raises(FencedInstanceIdError):
-                await _poll_until_it_raises(consumer)
+                await poll_until_it_raises(consumer)
         finally:
             takeover.cancel()
             await asyncio.gather(takeover, return_exceptions=True)

@@ -15,11 +15,10 @@ import pytest
 
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import FencedInstanceIdError
-from staticconsumer.protocol import JoinGroupRequest, JoinGroupRequestProtocol, Subscription
 from staticconsumer.runtime import loop_thread
 from staticconsumer.testing import EmbeddedKafka
 
-from .support import FAST, consume, eventually, produce, to_coordinator
+from .support import FAST, consume, eventually, poll_until_it_raises, produce, take_over_instance_id
 
 pytestmark = pytest.mark.kafka
 
@@ -51,12 +50,6 @@ def _member(bootstrap: str, topic: str, group: str, instance: str, requests: _Re
     )
 
 
-async def _poll_until_it_raises(consumer: StaticConsumer) -> None:
-    async with asyncio.timeout(20):
-        while True:
-            await consumer.getmany(timeout_ms=200)
-
-
 async def _thread_ended() -> None:
     await eventually(lambda: not loop_thread.thread_alive(), 10, "the shared membership thread ended")
 
@@ -73,15 +66,21 @@ async def _keeps_its_place(member: StaticConsumer, requests: _Requests, bootstra
     assert (member.member_id, member.generation, member.assignment()) == identity
 
 
+async def _two_topics(kafka_broker: EmbeddedKafka, topic: str, records: tuple[int, int]) -> str:
+    """``topic`` and another of one partition each, with ``records`` produced to them; the other's name."""
+    other = f"{topic}-b"
+    for name, count in zip((topic, other), records, strict=True):
+        kafka_broker.create_topic(name, 1)
+        if count:
+            await produce(kafka_broker.bootstrap_servers, name, count)
+    return other
+
+
 async def test_two_consumers_share_the_membership_thread_and_one_stop_leaves_the_other_heartbeating(
     kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    other_topic = f"{unique_topic}-b"
-    kafka_broker.create_topic(unique_topic, 1)
-    kafka_broker.create_topic(other_topic, 1)
-    await produce(bootstrap, unique_topic, 2)
-    await produce(bootstrap, other_topic, 2)
+    other_topic = await _two_topics(kafka_broker, unique_topic, (2, 2))
     first_requests, second_requests = _Requests(), _Requests()
     first = _member(bootstrap, unique_topic, unique_group, "first", first_requests)
     second = _member(bootstrap, other_topic, f"{unique_group}-b", "second", second_requests)
@@ -105,35 +104,18 @@ async def test_one_consumers_fatal_failure_ends_its_own_run_only(
     kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    other_topic = f"{unique_topic}-b"
-    kafka_broker.create_topic(unique_topic, 1)
-    kafka_broker.create_topic(other_topic, 1)
-    await produce(bootstrap, other_topic, 2)
+    other_topic = await _two_topics(kafka_broker, unique_topic, (0, 2))
     fenced_requests, second_requests = _Requests(), _Requests()
     fenced = _member(bootstrap, unique_topic, unique_group, "fenced", fenced_requests)
     second = _member(bootstrap, other_topic, f"{unique_group}-b", "second", second_requests)
     await asyncio.gather(fenced.start(), second.start())
     # Another process takes the first one's instance id (a JoinGroup with it and no member id): the
     # broker replaces the member, whose next heartbeat is answered FENCED_INSTANCE_ID, a fatal error.
-    takeover = asyncio.create_task(
-        to_coordinator(
-            bootstrap,
-            unique_group,
-            JoinGroupRequest(
-                group_id=unique_group,
-                session_timeout_ms=FAST["session_timeout_ms"],
-                rebalance_timeout_ms=10_000,
-                member_id="",
-                group_instance_id="fenced",
-                protocol_type="consumer",
-                protocols=[JoinGroupRequestProtocol("range", Subscription([unique_topic]).encode())],
-            ),
-        )
-    )
+    takeover = take_over_instance_id(bootstrap, unique_group, "fenced", unique_topic)
     try:
         await consume(second, 2)
         with pytest.raises(FencedInstanceIdError):
-            await _poll_until_it_raises(fenced)
+            await poll_until_it_raises(fenced)
         assert loop_thread.thread_alive()
         await _keeps_its_place(second, second_requests, bootstrap, other_topic)
     finally:
@@ -147,11 +129,7 @@ async def test_a_consumer_whose_application_loop_closed_without_stop_is_ended_an
     kafka_broker: EmbeddedKafka, unique_topic: str, unique_group: str
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    other_topic = f"{unique_topic}-b"
-    kafka_broker.create_topic(unique_topic, 1)
-    kafka_broker.create_topic(other_topic, 1)
-    await produce(bootstrap, unique_topic, 1)
-    await produce(bootstrap, other_topic, 2)
+    other_topic = await _two_topics(kafka_broker, unique_topic, (1, 2))
     second_requests = _Requests()
     second = _member(bootstrap, other_topic, f"{unique_group}-b", "second", second_requests)
     orphan = _member(bootstrap, unique_topic, unique_group, "orphan", _Requests())

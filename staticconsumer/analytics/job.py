@@ -736,6 +736,10 @@ def ownership(
     ).drop("_gg", "_gn")
     ends = log_end.select(F.col("group").alias("_lg"), "log_end_ts")
     assignments = assignments.join(F.broadcast(ends), assignments["group"] == ends["_lg"], "left").drop("_lg")
+    # Every partition of an assignment starts at the assignment's own time: placed in its window here,
+    # once per assignment, instead of once per exploded partition after the sort (a join over the
+    # largest rows of the job).
+    assignments = in_window(assignments, placement, "ts")
     # A partition named twice in one assignment: the earlier copy ends at the assignment itself (as
     # a record naming the partition again), the last one as usual.
     # Computed per assignment, below the explode: in the explode's own projection it would run once
@@ -765,6 +769,7 @@ def ownership(
         "session_last_ts",
         "_next_gen",
         "log_end_ts",
+        "window",
     )
     # The partition's hash leads the key: the sort compares one long for almost every pair of rows.
     intervals = intervals.repartition(shuffle_partitions(intervals), "_pkey", "group", "topic", "partition")
@@ -790,6 +795,7 @@ def ownership(
         (~explicit_end & inferred.isNotNull()).alias("end_inferred"),
         "session_last_ts",
         "log_end_ts",
+        "window",
     )
     before = order.rowsBetween(Window.unboundedPreceding, -1)
     effective_end = F.coalesce(F.col("end_ts"), F.col("log_end_ts"))
@@ -827,9 +833,11 @@ def ownership(
         F.when(F.col("prev.owner") != F.col("owner"), F.col("prev.owner")).alias("_prev_other"),
         F.col("prev.end_inferred").alias("prev_end_inferred"),
         F.when(F.col("_lag_owner") != F.col("owner"), F.col("_lag_owner")).alias("_moved_from"),
+        "window",
     )
-    handed = in_window(handed, placement, "prev_end_ts").withColumnRenamed("window", "gap_window")
-    return _handed(materialize_partitioned(in_window(handed, placement, "start_ts"), BIG))
+    gap_window = in_window(handed.withColumnRenamed("window", "_start_window"), placement, "prev_end_ts")
+    handed = gap_window.withColumnRenamed("window", "gap_window").withColumnRenamed("_start_window", "window")
+    return _handed(materialize_partitioned(handed, BIG))
 
 
 def _handed(kept: DataFrame) -> DataFrame:

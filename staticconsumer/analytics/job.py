@@ -305,7 +305,18 @@ def records(scanned: DataFrame) -> DataFrame:
     """
     live = scanned.where(F.col("problem").isNull() & ~F.col("dup"))
     rows = live.select("row_id", *_USED, "n", "session_last_ts")
-    return materialize_partitioned(rows.repartition(shuffle_partitions(rows), "group"), CACHE)
+    return materialize_partitioned(rows.repartition(small_partitions(rows), "group"), CACHE)
+
+
+def small_partitions(frame: DataFrame) -> int:
+    """Partitions of the records: one per core of the session, at most the input-sized count.
+
+    The records are one short row per line (no partition lists) and every small table's stage reads
+    all of them: sized by the input (22 at full size on two cores) each of those some 25 stages ran 22
+    tasks for a few thousand rows of output, a fixed cost per task that bought no parallelism.
+    """
+    cores = frame.sparkSession.sparkContext.defaultParallelism
+    return max(1, min(shuffle_partitions(frame), cores))
 
 
 # -- deploy windows --------------------------------------------------------------------------------
@@ -725,6 +736,10 @@ def ownership(
     ).drop("_gg", "_gn")
     ends = log_end.select(F.col("group").alias("_lg"), "log_end_ts")
     assignments = assignments.join(F.broadcast(ends), assignments["group"] == ends["_lg"], "left").drop("_lg")
+    # Every partition of an assignment starts at the assignment's own time: placed in its window here,
+    # once per assignment, instead of once per exploded partition after the sort (a join over the
+    # largest rows of the job).
+    assignments = in_window(assignments, placement, "ts")
     # A partition named twice in one assignment: the earlier copy ends at the assignment itself (as
     # a record naming the partition again), the last one as usual.
     # Computed per assignment, below the explode: in the explode's own projection it would run once
@@ -754,6 +769,7 @@ def ownership(
         "session_last_ts",
         "_next_gen",
         "log_end_ts",
+        "window",
     )
     # The partition's hash leads the key: the sort compares one long for almost every pair of rows.
     intervals = intervals.repartition(shuffle_partitions(intervals), "_pkey", "group", "topic", "partition")
@@ -779,6 +795,7 @@ def ownership(
         (~explicit_end & inferred.isNotNull()).alias("end_inferred"),
         "session_last_ts",
         "log_end_ts",
+        "window",
     )
     before = order.rowsBetween(Window.unboundedPreceding, -1)
     effective_end = F.coalesce(F.col("end_ts"), F.col("log_end_ts"))
@@ -788,9 +805,12 @@ def ownership(
     handed = intervals.select(
         "*",
         prev.alias("prev"),
-        F.lag("owner").over(order).alias("prev_owner_in_order"),
+        F.lag("owner").over(order).alias("_lag_owner"),
         effective_end.alias("effective_end_ts"),
     )
+    # Kept slim (the one frame larger than the input, written to disk and read back once per table):
+    # what a reader can derive exactly from the other columns is not stored (see :func:`_handed`).
+    gap = F.col("ts") - F.col("prev.effective_end_ts")
     handed = handed.select(
         "_pkey",
         "group",
@@ -800,22 +820,43 @@ def ownership(
         "session",
         "instance",
         "member",
-        "owner",
         F.col("ts").alias("start_ts"),
         "end_ts",
         "ended_by",
         "end_inferred",
         "session_last_ts",
-        (F.col("ts") - F.col("prev.effective_end_ts")).alias("gap"),
         "effective_end_ts",
         F.col("prev.effective_end_ts").alias("prev_end_ts"),
-        F.col("prev.session").alias("prev_session"),
-        F.col("prev.owner").alias("prev_owner"),
+        # Only an overlap names the earlier session, and an overlap needs gap < -skew.
+        F.when(gap < -options.skew_tolerance_seconds, F.col("prev.session")).alias("prev_session"),
+        (F.col("prev.owner") == F.col("owner")).alias("_prev_same"),
+        F.when(F.col("prev.owner") != F.col("owner"), F.col("prev.owner")).alias("_prev_other"),
         F.col("prev.end_inferred").alias("prev_end_inferred"),
-        "prev_owner_in_order",
+        F.when(F.col("_lag_owner") != F.col("owner"), F.col("_lag_owner")).alias("_moved_from"),
+        "window",
     )
-    handed = in_window(handed, placement, "prev_end_ts").withColumnRenamed("window", "gap_window")
-    return materialize_partitioned(in_window(handed, placement, "start_ts"), BIG)
+    gap_window = in_window(handed.withColumnRenamed("window", "_start_window"), placement, "prev_end_ts")
+    handed = gap_window.withColumnRenamed("window", "gap_window").withColumnRenamed("_start_window", "window")
+    return _handed(materialize_partitioned(handed, BIG))
+
+
+def _handed(kept: DataFrame) -> DataFrame:
+    """The kept intervals with the columns they do not store, derived exactly as they were computed.
+
+    ``owner`` from the instance and member; ``gap`` from the start and the previous owners' end (the
+    same subtraction); ``prev_owner`` is stored only where it is not the interval's own owner, and
+    ``prev_owner_in_order`` only where it differs (a move): a static fleet's rows repeated one instance
+    id four times. Projections of the kept rows: each reader computes the ones it reads.
+    """
+    return kept.select(
+        *(name for name in kept.columns if name not in ("_prev_same", "_prev_other", "_moved_from")),
+        _owner(F.col("instance"), F.col("member")).alias("owner"),
+        (F.col("start_ts") - F.col("prev_end_ts")).alias("gap"),
+        F.when(F.col("_prev_same"), _owner(F.col("instance"), F.col("member")))
+        .otherwise(F.col("_prev_other"))
+        .alias("prev_owner"),
+        F.col("_moved_from").alias("prev_owner_in_order"),
+    )
 
 
 @dataclass(frozen=True)
@@ -836,7 +877,8 @@ def _handover_kinds(options: Options) -> _HandoverKinds:
         is_gap=F.col("gap") > 0,
         is_overlap=(F.col("gap") < -options.skew_tolerance_seconds)
         & (overlap_end - F.col("start_ts") > options.skew_tolerance_seconds),
-        is_move=F.col("prev_owner_in_order").isNotNull() & (F.col("prev_owner_in_order") != F.col("owner")),
+        # Stored only where it differs from the owner (:func:`_handed`).
+        is_move=F.col("prev_owner_in_order").isNotNull(),
     )
 
 

@@ -606,6 +606,10 @@ class MembershipThread:
                 error = membership.stop_error
             for verdict in list(self._verdicts):  # commits posted while the loop was ending
                 _settle(verdict)(error or ConsumerStoppedError("the consumer's membership has stopped"))
+            if self._orphan_stopped and self._monitor is not None:
+                # No stop() will come to close it: its process-wide log filter would otherwise fold other
+                # consumers' aiokafka records under this consumer's name for the life of the process.
+                self._monitor.close()
             self._done.set_result(error)
 
     async def _run(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from staticconsumer.connection.monitor import _NoiseFilter
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.errors import FencedInstanceIdError
 from staticconsumer.runtime import loop_thread
@@ -145,6 +146,9 @@ async def test_a_consumer_whose_application_loop_closed_without_stop_is_ended_an
         membership = orphan._membership
         assert membership is not None
         await eventually(membership._done.done, 15, "the orphan's membership run ended by itself")
+        monitor = orphan._monitor
+        assert monitor is not None
+        assert monitor not in _NoiseFilter._monitors, "no stop() will come: its log filter must go with it"
         assert loop_thread.thread_alive()
         await _keeps_its_place(second, second_requests, bootstrap, other_topic)
     finally:

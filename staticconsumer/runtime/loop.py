@@ -578,7 +578,9 @@ class MembershipLoop:
             self.duties.leader_elected(
                 a.generation, a.group_topics, {topic: info.partitions for topic, info in topics.items()}
             )
-            encoded = compute_assignment(assignor, members, topics)
+            # On a worker thread: the membership thread is shared by every consumer of the process, and an
+            # assignor (a user's own, or a huge group) that takes seconds must not hold up their heartbeats.
+            encoded = await asyncio.to_thread(compute_assignment, assignor, members, topics)
         except Exception as error:
             log.error("the assignment for generation %d failed: %s", a.generation, error, exc_info=error)
             self.post(events.AssignmentFailed(now=self.now(), generation=a.generation, error=error))

@@ -42,11 +42,10 @@ Writes benchmarks/results/fleet_<members>.json, fleet_<members>_consumer.json fo
 Development only: ``--bounce-limit K`` restarts only the first K fleet members, ``--trace`` adds each
 restart's requests per API and each member's outage/recovery as its monitor sees it, ``--events FILE``
 keeps every worker event; ``--timeline FILE`` then prints, for the members slowest back after the broker
-restart, each connect and request with its outcome (a TCP connect given up to be made again once the
-broker answered another member: ``FAILED given up (returned broker)``), the worker loop's lateness and
-when the monitor flipped (``--slowest K``). ``--oracle K`` (at the end, outside every counted figure)
-times K static rejoins per group from a bare aiokafka client in the quiet parent: the broker's
-JoinGroup/SyncGroup time at each N without our consumer or a loop shared with 100 members around it.
+restart, each connect and request with its outcome, the worker loop's lateness and when the monitor
+flipped (``--slowest K``). ``--oracle K`` (at the end, outside every counted figure) times K static rejoins
+per group from a bare aiokafka client in the quiet parent: the broker's JoinGroup/SyncGroup time at each
+N without our consumer or a loop shared with 100 members around it.
 """
 
 from __future__ import annotations
@@ -129,20 +128,7 @@ def _trace() -> None:
         name = "connect" if api is None else API_NAMES.get(api, str(api))
         _emit(ev="err", api=name, err=error, took=time.time() - sent, t=sent, m=m, c=c)
 
-    def on_retry(key: str, began: float) -> None:
-        m, c = _traced_member()
-        took = time.monotonic() - began
-        _emit(
-            ev="err",
-            api="connect",
-            err="given up (returned broker)",
-            took=took,
-            t=time.time() - took,
-            m=m,
-            c=c,
-        )
-
-    _aiokafka.trace_wire(on_request, on_connect, on_error=on_error, on_retry=on_retry)
+    _aiokafka.trace_wire(on_request, on_connect, on_error=on_error)
 
 
 def _count_connects(port: int) -> list[float]:

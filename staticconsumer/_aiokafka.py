@@ -29,16 +29,15 @@ import copy
 import functools
 import io
 import logging
-import random
 import re
 import struct
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
 from staticconsumer.connection.ratelimit import CauseLog
-from staticconsumer.connection.reconnect import ABANDON_RETRIES, ReconnectBackoff
+from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     DecodeError,
     EncodeError,
@@ -1057,126 +1056,6 @@ _response_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar(
 )
 
 
-class _ConnectGuard:
-    """A client's connect to a broker that failed: its backoff and key, and the seconds its TCP connect
-    took once it worked (the "good connect time" the news of a return carries: ApiVersions left out)."""
-
-    __slots__ = ("backoff", "key", "tcp_s")
-
-    def __init__(self, backoff: ReconnectBackoff, key: str) -> None:
-        self.backoff = backoff
-        self.key = key
-        self.tcp_s = 0.0
-
-
-_connect_guard: contextvars.ContextVar[_ConnectGuard | None] = contextvars.ContextVar(
-    "staticconsumer_connect_guard", default=None
-)
-"""While a client connects to a broker that failed (``BoundedConnection.connect``)."""
-
-
-class _RetryingLoop:
-    """The event loop as an ``AIOKafkaConnection.connect`` sees it, but for ``create_connection``, which is
-    :func:`_connect_retrying`: aiokafka opens the TCP connection with ``loop.create_connection`` inside
-    its ``connect`` (then ApiVersions, SASL), and only that first step is to be retried early. Each try
-    connects with a protocol of its own that does nothing; aiokafka's (one per ``connect``, which a
-    given-up try must not close) is set on the transport that worked, before anything is sent on it."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, guard: _ConnectGuard) -> None:
-        self._loop = loop
-        self._guard = guard
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loop, name)
-
-    async def create_connection(
-        self, protocol_factory: Callable[[], asyncio.BaseProtocol], *args: Any, **kwargs: Any
-    ) -> tuple[asyncio.BaseTransport, asyncio.BaseProtocol]:
-        async def attempt() -> asyncio.BaseTransport:
-            transport, _ = await self._loop.create_connection(asyncio.Protocol, *args, **kwargs)
-            return transport
-
-        guard = self._guard
-        began = time.monotonic()
-        transport: asyncio.BaseTransport = await _connect_retrying(attempt, guard.backoff, guard.key)
-        guard.tcp_s = time.monotonic() - began
-        protocol = protocol_factory()
-        transport.set_protocol(protocol)
-        protocol.connection_made(transport)
-        return transport, protocol
-
-
-async def _connect_retrying(
-    connect: Callable[[], Awaitable[Any]],
-    backoff: ReconnectBackoff,
-    key: str,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    stagger: Callable[[], float] = random.random,
-) -> Any:
-    """``connect()`` (a TCP connect to ``key``, a broker that failed), given up and made again when it is
-    still pending at ``backoff.abandon_after`` (the broker is known to answer again since: another
-    consumer's good connect), after a random part of that bound so a fleet does not retry in step.
-
-    At a fleet's reconnect the broker's listen queue (``socket.listen.backlog.size``, 50) drops SYNs, and
-    the kernel sends a dropped one again only after 1 s, then 3 s: at N=300 that was every member still
-    late 2-3 s after the broker's return (issue 27). A connect pending while nobody has reached the
-    broker is left to the kernel, as before."""
-    loop = asyncio.get_running_loop()
-    for retries in range(ABANDON_RETRIES + 1):
-        if retries == ABANDON_RETRIES:  # no more early retries: the kernel's own, as aiokafka's
-            return await connect()
-        began = clock()
-        attempt = asyncio.ensure_future(connect())
-        told = asyncio.Event()
-        unwatch = backoff.watch(key, functools.partial(_tell, loop, told))
-        try:
-            while not attempt.done():
-                until = backoff.abandon_after(key, began, retries)
-                if until is None:  # not known to answer (yet): wait for the connect or the news
-                    waiter = asyncio.ensure_future(told.wait())
-                    try:
-                        await asyncio.wait((attempt, waiter), return_when=asyncio.FIRST_COMPLETED)
-                    finally:
-                        waiter.cancel()
-                    told.clear()
-                elif until > clock():
-                    await asyncio.wait((attempt,), timeout=until - clock())
-                else:  # pending too long since the broker answered someone: give it up
-                    attempt.cancel()
-                    await asyncio.wait((attempt,))
-                    break
-        except BaseException:  # cancelled from outside (aiokafka's connect timeout, a stop)
-            if not attempt.cancel() and not attempt.cancelled() and attempt.exception() is None:
-                _close(attempt.result())  # it worked just then: nobody will use it
-            raise
-        finally:
-            unwatch()
-        if not attempt.cancelled():  # done, or done before the cancel reached it: its outcome stands
-            return attempt.result()
-        if _on_retry is not None:
-            _on_retry(key, began)
-        await asyncio.sleep(backoff.abandon_bound_s(0.0) * stagger())
-    raise AssertionError("unreachable")  # the last round returns
-
-
-_on_retry: Callable[[str, float], None] | None = None
-"""``trace_wire(on_retry=...)``: a connect to ``key`` begun at (monotonic) ``began`` was given up."""
-
-
-def _close(connection: Any) -> None:
-    close = getattr(connection, "close", None)
-    if close is not None:
-        close()
-
-
-def _tell(loop: asyncio.AbstractEventLoop, told: asyncio.Event) -> None:
-    """From any thread: the broker answered someone (:meth:`ReconnectBackoff.watch`). A loop closed under
-    a connect it never finished has nobody to tell: the teller's own connect must not fail for it."""
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(told.set)
-
-
 def fetch_response_limit(fetch_max_bytes: int, max_partition_fetch_bytes: int) -> int:
     """The default limit of a fetcher's connections: the larger fetch bound plus the overhead."""
     return min(
@@ -1310,21 +1189,6 @@ def _bounded() -> tuple[Any, Any, Any]:
         def authenticator_oauth(self) -> Any:
             return _OAuthBearerExchange(super().authenticator_oauth())
 
-        async def connect(self) -> Any:
-            """A connect to a broker that failed and is now known to answer again gives up a TCP connect
-            whose SYN a full listen queue dropped, instead of waiting 1 s (then 3 s) for the kernel to
-            send it again (:func:`_connect_retrying`); any other connect is aiokafka's, unchanged."""
-            guard = _connect_guard.get()
-            if guard is None:
-                return await super().connect()
-            conn: Any = self  # aiokafka's untyped attribute
-            loop = conn._loop
-            conn._loop = _RetryingLoop(loop, guard)
-            try:
-                return await super().connect()
-            finally:
-                conn._loop = loop
-
     aiokafka_create_conn = aiokafka.client.create_conn
 
     async def create_conn(host: str, port: int, **kwargs: Any) -> Any:
@@ -1383,20 +1247,14 @@ def _bounded() -> tuple[Any, Any, Any]:
                 return None
             conn = None
             token = _response_limit.set(self.max_response_bytes)
-            # only a failed broker's connects are watched for its return (a healthy start pays nothing)
-            guard = _ConnectGuard(self.reconnect_backoff, key) if self.reconnect_backoff.held(key) else None
-            guarding = _connect_guard.set(guard) if guard is not None else None
             try:
                 conn = await super()._get_conn(node_id, group=group, no_hint=no_hint)
             finally:
                 _response_limit.reset(token)
-                if guarding is not None:
-                    _connect_guard.reset(guarding)
                 if conn is None:
                     self.reconnect_backoff.failed(key, time.monotonic())
                 else:
-                    took = guard.tcp_s if guard is not None else 0.0
-                    self.reconnect_backoff.connected(key, time.monotonic(), took)
+                    self.reconnect_backoff.connected(key, time.monotonic())
             if conn is not None and existing is not conn and self.on_answered is not None:
                 self.on_answered(node_id, began)  # its ApiVersions was answered
             return conn
@@ -1526,7 +1384,6 @@ def trace_wire(
     on_connect: Callable[[int, float, float], None],
     *,
     on_error: Callable[[int | None, int, float, str], None] | None = None,
-    on_retry: Callable[[str, float], None] | None = None,
 ) -> None:
     """Report every request and every connection made through aiokafka in this process, for good.
 
@@ -1537,13 +1394,8 @@ def trace_wire(
     traced (``__slots__``). ``on_connect(port, began, took)`` runs when a connection attempt ends.
     ``on_error(api_key, port, sent, error)`` also runs for a request (``api_key`` None: a connection
     attempt) that failed, with the error's class name: whether a member waited on a timeout, a refused
-    connect or a closed connection (the fleet benchmark's broker-restart timeline). ``on_retry(key,
-    began)`` runs when a TCP connect to a returned broker (``host:port``), begun at ``began``
-    (``time.monotonic()``), was given up to be made again (:func:`_connect_retrying`).
+    connect or a closed connection (the fleet benchmark's broker-restart timeline).
     """
-    global _on_retry
-    if on_retry is not None:
-        _on_retry = on_retry
     import time
 
     import aiokafka.conn
@@ -1644,9 +1496,6 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.conn.AIOKafkaConnection", "_reader", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_requests", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_port", instance=True),
-    # BoundedConnection.connect swaps it for a loop whose create_connection retries a returned broker's
-    # connect (_RetryingLoop): aiokafka's connect must keep opening its TCP connection through it
-    Internal("aiokafka.conn.AIOKafkaConnection", "_loop", instance=True),
     Internal("aiokafka.conn.AIOKafkaConnection", "_create_reader_task", parameters=()),
     Internal("aiokafka.conn.AIOKafkaConnection", "_handle_frame", parameters=("resp",)),
     Internal("aiokafka.conn.AIOKafkaConnection", "send", parameters=("request", "expect_response")),

@@ -22,19 +22,6 @@ worse: a broker just started took 3 s per connection on the loaded machine, and 
 free slot read ``connected`` 15 s after its return.) Only a broker that answered is retried early, so
 the attempts while it is down stay as Java's.
 
-The news also reaches connects already under way. A connect started before the return, whose SYN the
-full listen queue dropped, waits for the kernel to send it again 1 s, then 3 s later (at N=300, the
-members still late 2-3 s after the return were all in such a connect, issue 27). Loopback answers a SYN
-in well under a millisecond and a LAN in a few, so once the broker is known to answer, a connect pending
-longer than twice the good connect that told of it (at least :data:`ABANDON_AFTER_S`) is given up and
-retried at once, after a random part of that bound (:meth:`ReconnectBackoff.abandon_after`), at most
-:data:`ABANDON_RETRIES` times per attempt; after those, the kernel's own retransmits go on as before.
-Doubling the bound per retry (0.2, 0.4, 0.8 s) was tried first: under a loaded machine the broker's
-queue stayed full for about 2 s after its return, and the last try, left to the kernel 1.4 s after the
-news, was dropped again (members back 3.8 s after the return). A steady 0.2 s keeps trying while the
-queue drains; it is a short burst after the return only (the attempts while the broker is down are
-unchanged).
-
 Pure arithmetic: the clock and the random factor are inputs, so it is tested without sleeping.
 """
 
@@ -45,24 +32,11 @@ import random
 import threading
 import weakref
 from collections.abc import Callable, Hashable
-from typing import NamedTuple
 
 DEFAULT_RECONNECT_BACKOFF_MS = 50
 DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1_000
 JITTER = 0.2
 """Each wait is scaled by a factor drawn from [1 - JITTER, 1 + JITTER] (Java's CONNECTION_SETUP jitter)."""
-ABANDON_AFTER_S = 0.2
-"""The least a connect pending after a broker's return is given before it is retried (loopback answers a
-SYN in < 1 ms; the kernel's own first retransmit comes after 1 s)."""
-ABANDON_RETRIES = 5
-"""Connects given up per attempt at most (about 2 s of retries at the 0.2 s bound): then the kernel's."""
-
-
-class Revival(NamedTuple):
-    """A broker known to answer again: when (monotonic seconds) and how long the good connect took."""
-
-    at: float
-    took: float
 
 
 def reconnect_delay_ms(failures: int, base_ms: int, max_ms: int, factor: float = 1.0) -> float:
@@ -107,8 +81,6 @@ class ReconnectBackoff:
         self._failures: dict[Hashable, int] = {}
         self._not_before: dict[Hashable, float] = {}
         self._connecting: set[Hashable] = set()
-        self._revived: dict[Hashable, Revival] = {}
-        self._watchers: dict[Hashable, list[Callable[[], None]]] = {}
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -133,12 +105,6 @@ class ReconnectBackoff:
         with self._lock:
             return self._failures.get(key, 0)
 
-    def held(self, key: Hashable) -> bool:
-        """Whether ``key`` failed since this backoff's last good connect to it (told of its return or not):
-        its connects are the ones :meth:`abandon_after` may cut short."""
-        with self._lock:
-            return key in self._failures
-
     def failed(self, key: Hashable, now: float) -> float:
         """An attempt to ``key`` failed at ``now``: returns the wait (seconds) before the next one."""
         with self._lock:
@@ -147,25 +113,22 @@ class ReconnectBackoff:
             delay = reconnect_delay_ms(failures, self.base_ms, self.max_ms, self._jitter()) / 1000
             self._not_before[key] = now + delay
             self._connecting.discard(key)
-            self._revived.pop(key, None)  # not answering us after all: the next news counts again
             return delay
 
-    def connected(self, key: Hashable, now: float, took: float = 0.0) -> None:
-        """A connect to ``key`` worked at ``now`` after ``took`` seconds: it is not held back, and its next
-        outage starts from the base. If it had failed since (not only been told of another's), every
-        other backoff of the process waiting on ``key`` waits no longer than its stagger, and gives up
-        a connect of its own pending too long (:meth:`alive`): one message per outage and consumer, not
-        one per pair."""
+    def connected(self, key: Hashable, now: float) -> None:
+        """A connect to ``key`` worked at ``now``: it is not held back, and its next outage starts from
+        the base. If it had failed since (not only been told of another's), every other backoff of the
+        process waiting on ``key`` waits no longer than its stagger (:meth:`alive`): one message per
+        outage and consumer, not one per pair."""
         with self._lock:
             was_down = self._failures.pop(key, 0) > 0
             self._not_before.pop(key, None)
             self._connecting.discard(key)
-            self._revived.pop(key, None)
         if was_down:
             with _LIVE_LOCK:
                 others = [b for b in _LIVE if b is not self]
             for other in others:
-                other.alive(key, now, took)
+                other.alive(key, now)
 
     @property
     def stagger_s(self) -> float:
@@ -173,55 +136,15 @@ class ReconnectBackoff:
         the jitter of a wait at the ceiling, so a fleet told together spreads as its own waits would."""
         return 2 * JITTER * max(self.max_ms, self.base_ms) / 1000
 
-    def alive(self, key: Hashable, now: float, took: float = 0.0) -> None:
-        """``key`` answered someone else at ``now`` (a connect of ``took`` seconds): an attempt to it may
-        start at a random point of the next :attr:`stagger_s` (or sooner, if its own wait ends first;
-        one at a time still), a failure of it starts again from the base wait, as after a good connect,
-        and a connect to it already under way is told (:meth:`watch`, :meth:`abandon_after`)."""
+    def alive(self, key: Hashable, now: float) -> None:
+        """``key`` answered someone else at ``now``: an attempt to it may start at a random point of the
+        next :attr:`stagger_s` (or sooner, if its own wait ends first; one at a time still), and a
+        failure of it starts again from the base wait, as after a good connect."""
         with self._lock:
-            if key not in self._failures:
-                return
-            self._failures[key] = 0
-            told = now + self.stagger_s * self._stagger()
-            self._not_before[key] = min(self._not_before.get(key, told), told)
-            if key not in self._revived:  # the first news of this return is the one that counts
-                self._revived[key] = Revival(now, max(took, 0.0))
-            watchers = list(self._watchers.get(key, ()))
-        for watcher in watchers:
-            watcher()
-
-    def watch(self, key: Hashable, watcher: Callable[[], None]) -> Callable[[], None]:
-        """Call ``watcher`` (from whichever thread tells) when ``key`` is told to answer again; returns
-        the function that stops it. For a connect under way, to reconsider :meth:`abandon_after`."""
-        with self._lock:
-            self._watchers.setdefault(key, []).append(watcher)
-
-        def unwatch() -> None:
-            with self._lock:
-                watchers = self._watchers.get(key, [])
-                if watcher in watchers:
-                    watchers.remove(watcher)
-                if not watchers:
-                    self._watchers.pop(key, None)
-
-        return unwatch
-
-    def abandon_after(self, key: Hashable, began: float, retries: int) -> float | None:
-        """When (monotonic seconds) a connect to ``key`` begun at ``began``, the attempt's ``retries``-th
-        retry (0 for the first connect), is to be given up and made again: None while the broker is not
-        known to answer since before it, or after :data:`ABANDON_RETRIES`. The bound is twice the good
-        connect that told of the return (at least :data:`ABANDON_AFTER_S`), counted from the later of
-        ``began`` and the news."""
-        with self._lock:
-            revival = self._revived.get(key)
-        if revival is None or retries >= ABANDON_RETRIES:
-            return None
-        return max(began, revival.at) + self.abandon_bound_s(revival.took)
-
-    @staticmethod
-    def abandon_bound_s(took: float) -> float:
-        """How long a connect may be pending after a broker's return (see :meth:`abandon_after`)."""
-        return max(2 * took, ABANDON_AFTER_S)
+            if key in self._failures:
+                self._failures[key] = 0
+                told = now + self.stagger_s * self._stagger()
+                self._not_before[key] = min(self._not_before.get(key, told), told)
 
 
 _LIVE: weakref.WeakSet[ReconnectBackoff] = weakref.WeakSet()

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from staticconsumer.connection.reconnect import ABANDON_RETRIES, ReconnectBackoff, reconnect_delay_ms
+from staticconsumer.connection.reconnect import ReconnectBackoff, reconnect_delay_ms
 
 
 def test_the_wait_doubles_per_failure_from_the_base_up_to_the_cap() -> None:
@@ -164,55 +164,3 @@ def test_only_a_consumer_that_failed_itself_passes_the_news_on() -> None:
     second.connected(key, 7.6)  # told, not failed since: no news for the third
     assert not third.begin(key, 7.61)
     assert third.begin(key, 7.65)
-
-
-def test_a_connect_under_way_is_cut_short_only_once_the_broker_answers_someone() -> None:
-    """Issue 27, N=300: members still late 2-3 s after the return were each in a connect whose SYN the
-    full listen queue had dropped (the kernel resends after 1 s, then 3 s). Once another consumer of the
-    process connected, such a connect is given up after twice that good connect (at least 0.2 s),
-    counted from the later of its start and the news, ABANDON_RETRIES times at most per attempt."""
-    key = "returning:9092"
-    told = ReconnectBackoff(50, 1000, jitter=lambda: 1.0, stagger=lambda: 0.0)
-    news = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
-    _down(told, key, 8)
-    _down(news, key, 8)
-    assert told.held(key)
-    assert told.abandon_after(key, 7.5, 0) is None, "nobody reached the broker: the kernel's retries"
-    heard: list[str] = []
-    unwatch = told.watch(key, lambda: heard.append("told"))
-    news.connected(key, 8.0, took=0.0005)
-    assert heard == ["told"], "a connect under way hears the news when it comes"
-    assert told.abandon_after(key, 7.5, 0) == pytest.approx(8.2), "pending since before: 0.2 s from the news"
-    assert told.abandon_after(key, 8.1, 0) == pytest.approx(8.3), "begun after: 0.2 s from its start"
-    assert told.abandon_after(key, 8.3, 1) == pytest.approx(8.5), "each retry gets the same bound"
-    assert told.abandon_after(key, 9.0, ABANDON_RETRIES - 1) == pytest.approx(9.2)
-    assert told.abandon_after(key, 9.2, ABANDON_RETRIES) is None, "then the kernel's own retries"
-    unwatch()
-    other = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
-    _down(other, key, 8)
-    news2 = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
-    _down(news2, key, 8)
-    news2.connected(key, 8.0, took=0.3)
-    assert other.abandon_after(key, 8.0, 0) == pytest.approx(8.6), "twice a slow good connect (0.3 s)"
-    assert heard == ["told"], "an unwatched connect hears nothing more"
-
-
-def test_the_news_of_a_return_lasts_until_this_consumer_connects_or_fails() -> None:
-    key = "returning:9092"
-    told = ReconnectBackoff(50, 1000, jitter=lambda: 1.0, stagger=lambda: 0.0)
-    news = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
-    for backoff in (told, news):
-        _down(backoff, key, 8)
-    news.connected(key, 8.0)
-    assert told.begin(key, 8.0)
-    told.failed(key, 9.0)
-    assert told.abandon_after(key, 9.1, 0) is None, "refused after the news: down again, kernel's retries"
-    assert told.held(key)
-    news2 = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
-    _down(news2, key, 3)
-    news2.connected(key, 9.5)
-    assert told.abandon_after(key, 9.6, 0) == pytest.approx(9.8), "fresh news counts again"
-    told.connected(key, 9.7)
-    assert not told.held(key)
-    assert told.abandon_after(key, 9.8, 0) is None, "connected: nothing to cut short"
-    assert not ReconnectBackoff().held(key), "a broker that never failed is not watched"

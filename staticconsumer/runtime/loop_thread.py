@@ -94,17 +94,23 @@ _lock = threading.Lock()
 _shared: _Shared | None = None
 
 
-def submit(main: Callable[[], Coroutine[Any, Any, None]]) -> concurrent.futures.Future[None]:
+Finished = concurrent.futures.Future[threading.Thread | None]
+"""Set when a run has ended: to the thread to join when it was the thread's last run, else None."""
+
+
+def submit(main: Callable[[], Coroutine[Any, Any, None]]) -> Finished:
     """Run ``main()`` as a task of its own, in a context of its own, on the shared loop thread (started
     if none runs). The future is set once the run has ended and every task it created has finished;
-    ``main`` must report its own errors (one that escapes it is logged here)."""
+    ``main`` must report its own errors (one that escapes it is logged here). Its value is the thread,
+    when this run was its last one and it is ending, for the caller to join (:func:`join_if_last`): a
+    consumer closed last leaves no thread behind, as one with a thread of its own did."""
     global _shared
     with _lock:
         shared = _shared
         if shared is None:
             shared = _shared = _Shared()
         shared.runs += 1
-    finished: concurrent.futures.Future[None] = concurrent.futures.Future()
+    finished: Finished = concurrent.futures.Future()
     context = contextvars.Context()  # the application's context variables stay on its side, as on a thread
     context.run(_RUN.set, set())
     shared.loop.call_soon_threadsafe(_start, shared, main, finished, context)
@@ -114,14 +120,16 @@ def submit(main: Callable[[], Coroutine[Any, Any, None]]) -> concurrent.futures.
 def _start(
     shared: _Shared,
     main: Callable[[], Coroutine[Any, Any, None]],
-    finished: concurrent.futures.Future[None],
+    finished: Finished,
     context: contextvars.Context,
 ) -> None:
     shared.loop.create_task(_run(shared, main, finished), context=context)
 
 
 async def _run(
-    shared: _Shared, main: Callable[[], Coroutine[Any, Any, None]], finished: concurrent.futures.Future[None]
+    shared: _Shared,
+    main: Callable[[], Coroutine[Any, Any, None]],
+    finished: Finished,
 ) -> None:
     try:
         try:
@@ -138,21 +146,30 @@ async def _run(
         if left:
             await asyncio.gather(*left, return_exceptions=True)
     finally:
-        _release(shared)
+        last = _release(shared)
         if not finished.done():
-            finished.set_result(None)
+            finished.set_result(shared.thread if last else None)
 
 
-def _release(shared: _Shared) -> None:
-    """One run ended: the last one stops the loop (a consumer started after that gets a new thread)."""
+def _release(shared: _Shared) -> bool:
+    """One run ended: the last one stops the loop (a consumer started after that gets a new thread);
+    whether it was the last."""
     global _shared
     with _lock:
         shared.runs -= 1
         if shared.runs > 0:
-            return
+            return False
         if _shared is shared:
             _shared = None
     shared.loop.call_soon(shared.loop.stop)
+    return True
+
+
+async def join_if_last(ended: threading.Thread | None, within_seconds: float) -> None:
+    """Wait (without blocking the caller's loop) for the thread a run's future named, if any: the last
+    run's thread then ends within moments (its loop stops, leftovers are cancelled, its executor shut)."""
+    if ended is not None and ended is not threading.current_thread():
+        await asyncio.to_thread(ended.join, within_seconds)
 
 
 def _forget_after_fork() -> None:

@@ -341,7 +341,7 @@ class MembershipThread:
         self._explained_lock = threading.Lock()
         self.bootstrapped_from: str | None = None
         """The bootstrap server that answered first (``host:port``), once started."""
-        self._finished: concurrent.futures.Future[None] | None = None
+        self._finished: loop_thread.Finished | None = None
         """Set once the run on the shared membership thread has ended and reaped its tasks."""
 
     # -- the application's side ---------------------------------------------------------------------
@@ -575,7 +575,9 @@ class MembershipThread:
             finished = self._finished
             if finished is not None:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(finished)), grace_seconds)
+                    waiting = asyncio.shield(asyncio.wrap_future(finished))
+                    ended = await asyncio.wait_for(waiting, grace_seconds)
+                    await loop_thread.join_if_last(ended, grace_seconds)
 
     def _cancel_run(self) -> None:
         """Cancel the thread's run, now if its loop runs, else as soon as it starts."""

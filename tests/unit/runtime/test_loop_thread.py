@@ -50,6 +50,28 @@ def test_runs_share_one_thread_which_ends_after_the_last_run() -> None:
     assert later[0] is not threads[0], "a run after the last one ended gets a new thread"
 
 
+def test_only_the_last_runs_future_names_the_thread_which_joining_ends() -> None:
+    """A consumer closed last leaves no thread behind (a Ctrl-C'd sync consumer's process lists only its
+    main thread): the last run's future names the ending thread, which join_if_last waits for."""
+    first_may_end, second_may_end = threading.Event(), threading.Event()
+
+    async def waits_for(event: threading.Event) -> None:
+        await asyncio.to_thread(event.wait)
+
+    first = loop_thread.submit(lambda: waits_for(first_may_end))
+    second = loop_thread.submit(lambda: waits_for(second_may_end))
+    _wait_until(loop_thread.thread_alive)
+    first_may_end.set()
+    assert first.result(5) is None, "another run still holds the thread"
+    second_may_end.set()
+    ended = second.result(5)
+    assert ended is not None
+    assert ended.name == loop_thread.THREAD_NAME
+    asyncio.run(loop_thread.join_if_last(ended, 5))
+    assert not ended.is_alive()
+    assert loop_thread.THREAD_NAME not in {t.name for t in threading.enumerate()}
+
+
 def test_a_failing_or_cancelled_run_ends_alone(caplog: pytest.LogCaptureFixture) -> None:
     steps = 0
     stop = threading.Event()

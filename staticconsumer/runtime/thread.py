@@ -83,53 +83,13 @@ if TYPE_CHECKING:
 AFTER_THE_PROBE = (
     "staticconsumer.protocol.group",
     "staticconsumer.connection.access",
-    "staticconsumer.connection.topics",
     "staticconsumer.runtime.topics",
-    "staticconsumer.leader",
-    "staticconsumer.membership.actions",
-    "staticconsumer.membership.events",
-    "staticconsumer.membership.observe",
-    "staticconsumer.protocol.consumer",
-    "staticconsumer.runtime.assignment",
-    "staticconsumer.runtime.duties",
-    "staticconsumer.runtime.metadata",
-    "staticconsumer.membership.backoff",
-    "staticconsumer.protocol.offsets",
-    "staticconsumer.runtime.offsets",
-    "staticconsumer.runtime.requests",
     "staticconsumer.runtime.loop",
-    "staticconsumer.membership.reconcile",
-    "staticconsumer.membership.machine",
 )
-"""What a start needs once the bootstrap probe has answered (the group messages, the access check, the
-topic watch, the membership loop with the request table and the group's runtime), and then
-``CLASSIC_MACHINE`` or ``CONSUMER_GROUP_MACHINE``: none of it is loaded by ``import staticconsumer`` or
-before the probe is sent (issue 26), and ``_preload`` loads it while the probe waits on the network.
-Each module after the ones before it, so that importing it loads that module alone (~0.1-1 ms): the
-probe's answers then wait for one small module at most, not for ``runtime.loop`` and its ~20
-dependencies in one go (~7 ms, which held back the probe's own handshake; issue 26).
-``tests/unit/test_import_weight.py`` checks the order."""
-
-CLASSIC_MACHINE = (
-    "staticconsumer.membership.rules",
-    "staticconsumer.membership.commits",
-    "staticconsumer.membership.coordinator",
-    "staticconsumer.membership.inflight",
-    "staticconsumer.membership.core",
-    "staticconsumer.membership.classic",
-)
-"""A classic member's machine, after ``AFTER_THE_PROBE``, one module at a time."""
-
-CONSUMER_GROUP_MACHINE = (
-    "staticconsumer.runtime.instance_lock",
-    "staticconsumer._errors_rare",
-    *CLASSIC_MACHINE[:-1],
-    "staticconsumer.membership.consumer_group",
-)
-"""A consumer-protocol (KIP-848) member's machine and instance lock, after ``AFTER_THE_PROBE``."""
-
-CONSUMER_GROUP_CHECK = ("staticconsumer.protocol.consumer_group", "staticconsumer.broker_support")
-"""KIP-848's broker check, before ``AFTER_THE_PROBE`` (the check runs first once the probe answered)."""
+"""What a start needs once the bootstrap probe has answered, in the order it needs it (the group
+messages, the access check, the topic watch, the membership loop with the request table and the group's
+runtime), and the protocol's machine after them: none of it is loaded by ``import staticconsumer`` or
+before the probe is sent (issue 26), and ``_preload`` loads it while the probe waits on the network."""
 
 
 log = logging.getLogger("staticconsumer.runtime")
@@ -399,14 +359,19 @@ class MembershipThread:
         """Load what the start needs after its bootstrap probe (``AFTER_THE_PROBE``) and this protocol's
         machine, on the membership thread's loop while the probe waits for its answers: their import
         (~9 ms of CPU, ~25 modules, none loaded by ``import staticconsumer``) then fills the probe's round
-        trips instead of following them on the way to the join. One module per turn of the loop, each
-        after what it imports, so an answer waits for one small module's import at most. On this thread,
-        not the application's: one thread imports at a time, so the two never contend for the GIL over
-        imports (and never import at once, which fails under pytest's assertion rewriting, which parses
-        our modules: CPython 3.11 keeps one AST recursion depth per interpreter)."""
-        modules: tuple[str, ...] = (*AFTER_THE_PROBE, *CLASSIC_MACHINE)
+        trips instead of following them on the way to the join. One module per turn of the loop, so an
+        answer waits for one import at most. On this thread, not the application's: one thread imports
+        at a time, so the two never contend for the GIL over imports (and never import at once, which
+        fails under pytest's assertion rewriting, which parses our modules: CPython 3.11 keeps one AST
+        recursion depth per interpreter)."""
+        modules: tuple[str, ...] = (*AFTER_THE_PROBE, "staticconsumer.membership.classic")
         if self._settings.group_protocol == "consumer":
-            modules = (*CONSUMER_GROUP_CHECK, *AFTER_THE_PROBE, *CONSUMER_GROUP_MACHINE)
+            modules = (
+                "staticconsumer.broker_support",
+                *AFTER_THE_PROBE,
+                "staticconsumer.runtime.instance_lock",
+                "staticconsumer.membership.consumer_group",
+            )
         for module in modules:
             await asyncio.sleep(0)
             importlib.import_module(module)

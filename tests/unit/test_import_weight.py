@@ -245,48 +245,13 @@ def test_start_loads_the_membership_loop_and_its_machine_while_the_thread_bootst
         "else:\n"
         "    raise AssertionError('started against a silent server')"
     )
-    from staticconsumer.runtime.thread import AFTER_THE_PROBE as preloaded
-
-    watched = (*AFTER_THE_PROBE, *NOT_AT_IMPORT[:3], *preloaded)
+    watched = (*AFTER_THE_PROBE, *NOT_AT_IMPORT[:3])
     loaded = _loaded_after(code, watched=watched)
     assert [m for m in loaded if m in NOT_AT_IMPORT[:2]] == [machine]
+    from staticconsumer.runtime.thread import AFTER_THE_PROBE as preloaded
+
     assert set(preloaded) <= set(loaded)
     assert ("staticconsumer.broker_support" in loaded) == (group_protocol == "consumer")
-
-
-@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
-def test_the_preload_loads_one_module_per_turn(group_protocol: str) -> None:
-    """Each module the preload imports, after those before it, loads that module alone, and the run's
-    loop and this protocol's machine load nothing more after them: so a probe's answer waits for one
-    small module at most (``runtime.loop`` with its ~20 dependencies in one go held back the probe's
-    handshake by ~7 ms of CPU). A new import in one of them fails this test: put the module it brings
-    before it in ``AFTER_THE_PROBE`` (or the machine's tuple)."""
-    code = (
-        CONSTRUCT + "\nimport importlib\n"
-        "from staticconsumer.runtime import thread\n"
-        f"modules = thread.CONSUMER_GROUP_CHECK + thread.AFTER_THE_PROBE + thread.CONSUMER_GROUP_MACHINE "
-        f"if {group_protocol!r} == 'consumer' else thread.AFTER_THE_PROBE + thread.CLASSIC_MACHINE\n"
-        "extra = []\n"
-        "OURS = ('staticconsumer', 'assignors')\n"
-        "for module in modules:\n"
-        "    before = set(sys.modules)\n"
-        "    importlib.import_module(module)\n"
-        "    new = sorted(m for m in set(sys.modules) - before if m.startswith(OURS))\n"
-        "    if new != [module]:\n"
-        "        extra.append([module, new])\n"
-        "before = set(sys.modules)\n"
-        "from staticconsumer.membership import MembershipConfig, new_machine\n"
-        "config = MembershipConfig(group_id='g', decode_assignment=lambda data: [], "
-        "group_instance_id='g-0')\n"
-        f"new_machine(config, group_protocol={group_protocol!r}, member_id='m')\n"
-        "extra.append(sorted(m for m in set(sys.modules) - before if m.startswith(OURS)))\n"
-        "print(json.dumps(extra))\n"
-        "sys.modules.clear()"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", f"import json, sys\n{code}"], capture_output=True, text=True, check=True
-    )
-    assert json.loads(run.stdout.splitlines()[0]) == [[]]
 
 
 def test_the_thread_brings_the_probes_modules_and_nothing_it_does_not_need() -> None:

@@ -644,6 +644,16 @@ class MembershipThread:
                     adopt_topics=False,
                 )
                 _resolve(self._answered, (self.bootstrapped_from, answer))
+                found = answer.coordinator if answer is not None else None
+                early: asyncio.Future[None] | None = None
+                if found is not None and found.error_code == ErrorCode.NONE:
+                    # The join's connection opens now, before the access check and the machine's set-up,
+                    # not after them: its TCP handshake runs meanwhile (an RTT off a remote broker's
+                    # restart) and, if the preload is still loading, its ApiVersions too. Best effort:
+                    # the join connects itself (aiokafka waits for this attempt rather than open another).
+                    early = asyncio.ensure_future(_aiokafka.open_early(client, found.node_id))
+                    tasks.append(early)
+                    await asyncio.sleep(0)  # the attempt starts (its connect is sent) before we go on
                 await preloading  # AFTER_THE_PROBE: loaded while the probe waited
                 from .topics import TopicWatch
 
@@ -683,7 +693,9 @@ class MembershipThread:
                     describe_group=settings.group_protocol == "consumer",
                     coordinator_answer=answer.coordinator if answer is not None else None,
                 )
-                if access.coordinator is not None:
+                if access.coordinator is not None and (
+                    early is None or found is None or access.coordinator.node_id != found.node_id
+                ):
                     # The join's connection (TCP, ApiVersions) opens while the machine starts and the
                     # revoke callback crosses to the application's loop, not after them.
                     tasks.append(

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pytest
 
@@ -202,3 +202,41 @@ async def test_an_assignor_that_raises_is_a_typed_error_and_the_group_keeps_work
         assert error.assignor == "failing-twice"
         assert isinstance(error.__cause__, RuntimeError)
         assert "failing-twice" in str(error)
+
+
+async def test_the_join_connection_opens_as_soon_as_the_probe_names_the_coordinator(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A restarting member's probe names its coordinator, and that answer opens the join's connection at
+    once, while the start's preload and access check still run, not after them (issue 26: ~3-9 ms of a
+    restart's wall); it is opened once, and the member joins over it."""
+    from staticconsumer import _aiokafka, connection
+
+    steps: list[tuple[str, int | None]] = []
+    open_early = _aiokafka.open_early
+    check_access = connection.check_access
+
+    async def recording_open_early(client: object, node_id: int, **kwargs: Any) -> None:
+        steps.append(("open_early", node_id))
+        await open_early(client, node_id, **kwargs)
+
+    async def recording_check_access(*args: Any, **kwargs: Any) -> Any:
+        steps.append(("check_access", None))
+        return await check_access(*args, **kwargs)
+
+    topic = create_topic(partitions=2)
+    first = _member(topic, kafka_broker.bootstrap_servers, unique_group, "early-0")
+    await first.start()  # the group and its coordinator exist: what a restart finds
+    await first.stop()
+    monkeypatch.setattr(_aiokafka, "open_early", recording_open_early)
+    monkeypatch.setattr(connection, "check_access", recording_check_access)
+    member = _member(topic, kafka_broker.bootstrap_servers, unique_group, "early-0")
+    await member.start()
+    try:
+        assert [step for step, _ in steps] == ["open_early", "check_access"], steps
+        await _settled([member], 2)
+    finally:
+        await member.stop()

@@ -245,6 +245,8 @@ class MembershipLoop:
         self._coordinator: int | None = None
         self._inbox = _Inbox()
         self._commits: dict[int, CommitDone] = {}
+        self._commits_unsent: list[asyncio.Future[None]] = []
+        """OffsetCommits not yet handed to the connection: a JoinGroup waits for them (:meth:`_request`)."""
         self._next_commit_id = 0
         self._task_group: asyncio.TaskGroup | None = None
         self._children: set[asyncio.Task[None]] = set()
@@ -446,6 +448,11 @@ class MembershipLoop:
             action = self.joining(action)
         spec = REQUESTS.get(type(action))
         if spec is not None:
+            if isinstance(action, actions.SendOffsetCommit):
+                unsent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._commits_unsent.append(unsent)
+                self._spawn(lambda: self._request(action, spec, unsent))
+                return
             self._spawn(lambda: self._request(action, spec))
             if isinstance(action, actions.SendSyncGroup):
                 self._prefetch_committed(action.generation)
@@ -499,8 +506,27 @@ class MembershipLoop:
         log.debug("request %d failed (%s): %r", token.request_id, kind.value, error)
         self.post(events.RequestFailed(now=self.now(), token=token, kind=kind, detail=str(error)))
 
-    async def _request(self, action: Any, spec: RequestSpec) -> None:
-        """Send one request action at the version the broker speaks; answer the machine with its event."""
+    async def _request(
+        self, action: Any, spec: RequestSpec, unsent: asyncio.Future[None] | None = None
+    ) -> None:
+        """Send one request action at the version the broker speaks; answer the machine with its event.
+
+        A JoinGroup goes on the wire after every OffsetCommit the machine asked for before it (``unsent``
+        is resolved as the commit is handed to the connection, which writes it without suspending): the
+        machine sends the pre-join commit and the JoinGroup back to back, and the coordinator handles one
+        connection's requests in order, so the commit is applied before the join is read."""
+        try:
+            if isinstance(action, actions.SendJoinGroup):
+                for commit in tuple(self._commits_unsent):
+                    await commit
+            await self._exchange(action, spec, unsent)
+        finally:
+            if unsent is not None:
+                if not unsent.done():
+                    unsent.set_result(None)
+                self._commits_unsent.remove(unsent)
+
+    async def _exchange(self, action: Any, spec: RequestSpec, unsent: asyncio.Future[None] | None) -> None:
         token: RequestToken = action.token
         known, self._known_coordinator = self._known_coordinator, None
         fresh = known is not None and self.now() < self._known_until
@@ -530,6 +556,8 @@ class MembershipLoop:
             message = spec.build(action, version, self.config)
             if self._on_request is not None:
                 self._on_request(type(message).__name__, version, message)
+            if unsent is not None:
+                unsent.set_result(None)  # a join waiting for it resumes after this task's write below
             exchange = await _aiokafka.send(
                 self._client,
                 node,

@@ -471,8 +471,9 @@ class MembershipLoop:
             if action.skip_assignment:
                 self.duties.leader_elected(action.generation, action.group_topics, None)
         elif isinstance(action, actions.RunAssignor):
+            # No read ahead here: the coordinator serves one connection's requests in order, so the leader's
+            # SyncGroup, which every member's SyncGroup answer waits for, would queue behind an OffsetFetch.
             self._spawn(lambda: self._assign(action))
-            self._prefetch_committed(action.generation)
         elif isinstance(action, actions.LeadershipGuessed):
             log.info(
                 "JoinGroup below v9 named %s leader of generation %d; it carries our instance id, "
@@ -705,7 +706,8 @@ class MembershipLoop:
 
     def _prefetch_committed(self, generation: int) -> None:
         """Read the committed offsets of every partition of the subscription as soon as ``generation`` is
-        joined, while SyncGroup (and, for the leader, the assignment) is still on its way.
+        joined, right behind SyncGroup on the same connection, so it is answered right after it (the
+        leader asks only once its SyncGroup is out: that one, every member's answer waits for).
 
         Otherwise OffsetFetch follows SyncGroup, and every member's assigned callback (so its first
         fetch) waits one round trip more, in the one interval of a rebalance in which no partition has

@@ -386,7 +386,7 @@ class ClassicMachine(MachineCore):
             return
         if self._requests.has(RequestKind.JOIN) or self._requests.has(RequestKind.SYNC):
             return
-        if self._awaiting_assignor is not None or self._ownership.busy:
+        if self._awaiting_assignor is not None or self._ownership.holds_up_join:
             return
         if self._pending_assignment is not None:
             return
@@ -413,7 +413,9 @@ class ClassicMachine(MachineCore):
         if not self._generation_valid():
             return self._lose_everything(ReleaseReason.MEMBERSHIP_LOST)
         if self._rebalance_protocol is RebalanceProtocol.EAGER:
-            self._emit_all(ownership.revoke(ownership.owned, ReleaseReason.REBALANCE, everything=True))
+            self._emit_all(
+                ownership.revoke(ownership.owned, ReleaseReason.REBALANCE, everything=True, before_join=True)
+            )
             return True
         if self._config.decode_subscription is None:
             return False  # the topics are unknown to the machine: nothing can be told unsubscribed
@@ -425,7 +427,9 @@ class ClassicMachine(MachineCore):
             self._config.group_id,
             len(unsubscribed),
         )
-        self._emit_all(ownership.revoke(unsubscribed, ReleaseReason.REBALANCE, everything=False))
+        self._emit_all(
+            ownership.revoke(unsubscribed, ReleaseReason.REBALANCE, everything=False, before_join=True)
+        )
         return True
 
     def _prepare_first_join(self) -> bool:
@@ -811,6 +815,9 @@ class ClassicMachine(MachineCore):
 
     def _rejoining(self) -> bool:
         return self._phase is MemberState.PREPARING_REBALANCE
+
+    def _join_decides(self) -> bool:
+        return self._requests.has(RequestKind.JOIN)
 
     # ------------------------------------------------------------------ request failures
 

@@ -201,6 +201,11 @@ class MachineCore:
         """Whether a refused commit's caller is told the member is rejoining (RebalanceInProgressError)."""
         return False
 
+    def _join_decides(self) -> bool:
+        """A JoinGroup is out: a commit answered now was sent before it, on the same connection (the
+        pre-join commit among them), and the join's own answer says where the member stands."""
+        return False
+
     def _park(self, pending: PendingCommit, sent_epoch: int) -> None:
         """Keep a commit the table resends (Verdict.RESENT) until the protocol can resend it."""
         raise NotImplementedError
@@ -597,7 +602,12 @@ class MachineCore:
             self._complete_commit(pending, None)
             return
         reaction = self._commit_reaction(code)
-        steps, verdict = reaction.for_(self._identity_unchanged(event.token))
+        joining = self._join_decides()
+        steps, verdict = reaction.for_(self._identity_unchanged(event.token) and not joining)
+        if joining:
+            # No reset and no second rejoin from an answer the JoinGroup already overtook; a coordinator
+            # that moved still counts (the join will be refused by it too).
+            steps = tuple(step for step in steps if step is Step.COORDINATOR_LOST)
         answer = Answer("OffsetCommit", code, event.token, request.coordinator_epoch)
         reason = reaction.reason or rules.OFFSET_COMMIT_REASON.format(error=code_name(code))
         fenced = self._apply(steps, answer, reason)

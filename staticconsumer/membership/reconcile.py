@@ -54,6 +54,9 @@ class Release(msgspec.Struct):
     everything: bool
     """The member gives up its whole assignment (it holds none afterwards)."""
     commit_request_id: int | None = None
+    before_join: bool = False
+    """Released to rejoin (Java's onJoinPrepare): once its commit is sent, the JoinGroup may follow on the
+    same connection without waiting for the answer (:attr:`Ownership.holds_up_join`)."""
 
 
 class Ownership:
@@ -75,19 +78,34 @@ class Ownership:
         """A callback runs, or a released partition's commit is in flight: wait before moving on."""
         return self.callback_in_flight is not None or self.release is not None
 
+    @property
+    def holds_up_join(self) -> bool:
+        """Whether a JoinGroup must wait: as :attr:`busy`, except that a release made to rejoin stops
+        holding it up once its commit is sent. The coordinator handles one connection's requests in
+        order, so that commit is applied before the JoinGroup sent after it is even read."""
+        release = self.release
+        if self.callback_in_flight is not None:
+            return True
+        return release is not None and not (release.before_join and release.commit_request_id is not None)
+
     def _callback_id(self) -> int:
         callback_id = self._next_callback_id
         self._next_callback_id += 1
         self.callback_in_flight = callback_id
         return callback_id
 
-    def revoke(self, partitions: Partitions, reason: ReleaseReason, *, everything: bool) -> list[act.Action]:
-        """Stop fetching and run the revoke callback; commits still work until it finishes."""
+    def revoke(
+        self, partitions: Partitions, reason: ReleaseReason, *, everything: bool, before_join: bool = False
+    ) -> list[act.Action]:
+        """Stop fetching and run the revoke callback; commits still work until it finishes.
+        ``before_join``: released to rejoin (see :attr:`holds_up_join`)."""
         out: list[act.Action] = []
         if partitions:
             out.append(act.StopFetching(reason=reason, partitions=None if everything else partitions))
         callback_id = self._callback_id()
-        self.release = Release(callback_id, partitions, lost=False, everything=everything)
+        self.release = Release(
+            callback_id, partitions, lost=False, everything=everything, before_join=before_join
+        )
         out.append(act.PartitionsRevoked(callback_id=callback_id, partitions=partitions, reason=reason))
         return out
 

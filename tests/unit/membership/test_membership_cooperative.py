@@ -79,12 +79,13 @@ def test_only_partitions_of_topics_no_longer_subscribed_are_revoked_before_the_j
     revoked = one(out, act.PartitionsRevoked)
     assert revoked.partitions == {tp("u", 0)}
 
-    send = one(h.finish_callback(revoked, u0=42), act.SendOffsetCommit)
+    out = h.finish_callback(revoked, u0=42)
+    assert kinds(out) == ["SendOffsetCommit", "SendJoinGroup"], "the commit goes first, the join right after"
+    send = one(out, act.SendOffsetCommit)
     assert send.offsets == offsets(u0=42), "the revoked partition's position is committed first"
-    out = h.commit_answer(send)
-    join = one(out, act.SendJoinGroup)
-    assert join.reason == "unsubscribed u"
+    assert one(out, act.SendJoinGroup).reason == "unsubscribed u"
     assert h.m.assignment == {T0}
+    assert kinds(h.commit_answer(send)) == ["CommitCompleted"]
 
 
 def test_nothing_is_revoked_before_the_join_when_every_owned_topic_is_still_subscribed() -> None:

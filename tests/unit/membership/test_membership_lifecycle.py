@@ -16,7 +16,7 @@ STATIC_ID = f"{INSTANCE}-{UUID22}"
 # ---------------------------------------------------------------- eager rebalance
 
 
-def test_eager_rebalance_revokes_then_commits_then_joins() -> None:
+def test_eager_rebalance_revokes_then_sends_the_commit_and_the_join_back_to_back() -> None:
     h = Harness()
     h.become_stable(partitions=[tp("t", 0), tp("t", 1)], generation=3)
     out = h.feed(ev.RequestRejoin, reason="partition count of t changed")
@@ -27,25 +27,67 @@ def test_eager_rebalance_revokes_then_commits_then_joins() -> None:
     assert h.m.assignment == {tp("t", 0), tp("t", 1)}, "still owned while the callback runs"
 
     out = h.finish_callback(revoked, t0=11, t1=22)
+    assert kinds(out) == ["SendOffsetCommit", "SendJoinGroup"], "the commit first, the join right after it"
     send = one(out, act.SendOffsetCommit)
-    assert kinds(out) == ["SendOffsetCommit"], "no JoinGroup before the commit is answered"
     assert (send.commit_id, send.generation, send.member_id) == (None, 3, STATIC_ID)
     assert send.offsets == offsets(t0=11, t1=22)
-    assert h.m.assignment == frozenset()
-
-    out = h.commit_answer(send)
     join = one(out, act.SendJoinGroup)
-    assert kinds(out) == ["CommitCompleted", "SendJoinGroup"]
     assert join.reason == "partition count of t changed"
     assert join.member_id == STATIC_ID
+    assert h.m.assignment == frozenset()
+
+    assert kinds(h.commit_answer(send)) == ["CommitCompleted"], "answered while the join is out"
 
 
-def test_failed_rebalance_commit_still_lets_the_member_rejoin() -> None:
+def test_failed_rebalance_commit_is_reported_and_the_join_it_preceded_goes_on() -> None:
     h = Harness()
     h.become_stable()
     h.feed(ev.RequestRejoin, reason="r")
-    send = one(h.finish_callback(one(h.history, act.PartitionsRevoked), t0=1), act.SendOffsetCommit)
-    assert of(h.commit_answer(send, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), act.SendJoinGroup)
+    out = h.finish_callback(one(h.history, act.PartitionsRevoked), t0=1)
+    send, join = one(out, act.SendOffsetCommit), one(out, act.SendJoinGroup)
+    done = one(h.commit_answer(send, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), act.CommitCompleted)
+    assert done.error is not None
+    sync = one(h.join_answer(join, generation=2, member_id=STATIC_ID), act.SendSyncGroup)
+    assert sync.generation == 2
+
+
+@pytest.mark.parametrize(
+    "code",
+    [ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID],
+)
+def test_a_pre_join_commit_refused_while_its_join_is_out_leaves_the_join_to_decide(code: int) -> None:
+    """The JoinGroup went out right behind the commit: its answer says where the member stands, so the
+    commit's answer neither resets the member nor asks for another rebalance after this one."""
+    h = Harness()
+    h.become_stable(generation=3)
+    h.feed(ev.RequestRejoin, reason="r")
+    out = h.finish_callback(one(h.history, act.PartitionsRevoked), t0=5)
+    send, join = one(out, act.SendOffsetCommit), one(out, act.SendJoinGroup)
+    done = one(h.commit_answer(send, code), act.CommitCompleted)
+    assert done.error is not None, "the failed commit is still reported"
+    assert h.state() == MemberState.PREPARING_REBALANCE
+    sync = one(h.join_answer(join, generation=4, member_id=STATIC_ID), act.SendSyncGroup)
+    h.finish_callback(one(h.sync_answer(sync, partitions=[tp("t", 0)]), act.PartitionsAssigned))
+    assert h.state() == MemberState.STABLE
+    assert not h.m.rejoin_needed, "no second rebalance for an answer the join overtook"
+
+
+def test_a_pre_join_commit_to_a_coordinator_that_moved_still_marks_it_unknown() -> None:
+    h = Harness()
+    h.become_stable()
+    h.feed(ev.RequestRejoin, reason="r")
+    out = h.finish_callback(one(h.history, act.PartitionsRevoked), t0=5)
+    out = h.commit_answer(one(out, act.SendOffsetCommit), ErrorCode.NOT_COORDINATOR)
+    assert of(out, act.DisconnectCoordinator)
+
+
+def test_stop_during_the_pre_join_commit_waits_for_its_answer() -> None:
+    h = Harness()
+    h.become_stable()
+    h.feed(ev.RequestRejoin, reason="r")
+    send = one(h.finish_callback(one(h.history, act.PartitionsRevoked), t0=5), act.SendOffsetCommit)
+    assert not of(h.feed(ev.Stop), act.Stopped), "the commit is still out"
+    assert of(h.commit_answer(send), act.CommitCompleted)
 
 
 def test_revoke_without_offsets_joins_at_once() -> None:

@@ -11,7 +11,7 @@ import pytest
 from runtime_loops import loop_for
 
 from staticconsumer._aiokafka import PartitionReplicas
-from staticconsumer.membership import RebalanceProtocol, TopicPartition, actions
+from staticconsumer.membership import RebalanceProtocol, RequestToken, TopicPartition, actions
 from staticconsumer.runtime import loop as loop_module
 from staticconsumer.runtime.loop import MembershipLoop
 
@@ -61,7 +61,7 @@ async def prefetched_then_assigned(
     async with asyncio.TaskGroup() as group:
         loop._task_group = group
         loop._prefetch_committed(joined)
-        loop._prefetch_committed(joined)  # RunAssignor, then SendSyncGroup: one read per generation
+        loop._prefetch_committed(joined)  # asked again in the same generation: still one read
         return await loop._committed_of(assignment)
 
 
@@ -185,3 +185,44 @@ async def test_a_fleet_members_subscription_is_not_read_ahead() -> None:
         True,
     )
     assert len(coordinator.reads) == 1
+
+
+async def test_the_leader_reads_ahead_only_once_its_sync_group_is_out() -> None:
+    """The coordinator serves one connection's requests in order: an OffsetFetch sent when the leader is
+    told to assign would hold up its SyncGroup, which every member's SyncGroup answer waits for."""
+    coordinator = Coordinator({tp(0): 3})
+    loop = await joined_loop(4, coordinator)
+    order: list[str] = []
+
+    async def assign(a: actions.RunAssignor) -> None:
+        order.append("assign")
+
+    async def request(action: object, spec: object, unsent: object = None) -> None:
+        order.append(type(action).__name__)
+
+    loop._assign = assign  # type: ignore[method-assign]
+    loop._request = request  # type: ignore[method-assign]
+    token = RequestToken(request_id=7, generation=5, member_id="m")
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._dispatch(
+            actions.RunAssignor(
+                generation=5, protocol_name="range", members=(), group_topics=frozenset({"t"})
+            )
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert coordinator.reads == [], "nothing read while the leader assigns"
+        loop._dispatch(
+            actions.SendSyncGroup(
+                token=token,
+                generation=5,
+                member_id="m",
+                group_instance_id="pod-0",
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=(),
+            )
+        )
+    assert order == ["assign", "SendSyncGroup"]
+    assert coordinator.reads == [(frozenset(tp(p) for p in range(4)), True)]

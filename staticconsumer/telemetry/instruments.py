@@ -12,13 +12,15 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 from opentelemetry.util.types import AttributeValue
 
 from . import attributes as a
+
+_Set = TypeVar("_Set")
 
 log = logging.getLogger("staticconsumer.telemetry")
 
@@ -151,23 +153,33 @@ class RecordInstruments:
                 )
 
 
-_lock = threading.Lock()
-_by_provider: weakref.WeakKeyDictionary[MeterProvider, RecordInstruments] = weakref.WeakKeyDictionary()
-_global: RecordInstruments | None = None
+class PerProvider(Generic[_Set]):
+    """One set of instruments per meter provider, built by ``build`` from that provider's meter.
+
+    Everything that reports to the global provider shares one set, whether it was created before the
+    application installed its SDK (API proxies, which bind to the SDK later) or after: a second set would
+    register its gauges a second time, and an SDK keeps only the first callbacks.
+    """
+
+    def __init__(self, build: Callable[[Meter], _Set]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._by_provider: weakref.WeakKeyDictionary[MeterProvider, _Set] = weakref.WeakKeyDictionary()
+        self._global: _Set | None = None
+
+    def __call__(self, provider: MeterProvider | None) -> _Set:
+        with self._lock:
+            current_global = metrics.get_meter_provider()
+            if provider is None or provider is current_global:
+                if self._global is None:
+                    self._global = self._build(current_global.get_meter(a.SCOPE, version()))
+                return self._global
+            found = self._by_provider.get(provider)
+            if found is None:
+                found = self._build(provider.get_meter(a.SCOPE, version()))
+                self._by_provider[provider] = found
+            return found
 
 
-def instruments_for(provider: MeterProvider | None) -> RecordInstruments:
-    """One set of instruments per meter provider; the global one shared with API proxies made before
-    the application installed its SDK (they bind to it later)."""
-    global _global
-    with _lock:
-        current_global = metrics.get_meter_provider()
-        if provider is None or provider is current_global:
-            if _global is None:
-                _global = RecordInstruments(current_global.get_meter(a.SCOPE, version()))
-            return _global
-        found = _by_provider.get(provider)
-        if found is None:
-            found = RecordInstruments(provider.get_meter(a.SCOPE, version()))
-            _by_provider[provider] = found
-        return found
+instruments_for: PerProvider[RecordInstruments] = PerProvider(RecordInstruments)
+"""The record path's instruments for a meter provider (None: the global one)."""

@@ -33,7 +33,7 @@ from staticconsumer.membership.observe import Joined, JoinStarted, Milestone
 from staticconsumer.membership.types import FailureKind, ReleaseReason
 
 from . import attributes as a
-from .instruments import instruments_for
+from .instruments import PerProvider, instruments_for, version
 
 Attributes = dict[str, AttributeValue]
 
@@ -62,13 +62,6 @@ _QUIET_EVENTS = frozenset({ev.PollCalled, ev.Tick})
 
 _HEARTBEAT_OK = frozenset({ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS})
 """The machine counts REBALANCE_IN_PROGRESS as a live heartbeat (as Java does); so do we."""
-
-
-def _version() -> str:
-    """The instrumentation scope's version: the package's own (importlib.metadata costs ~14 ms to import)."""
-    from staticconsumer import __version__
-
-    return __version__
 
 
 def error_type_of_code(code: int) -> str:
@@ -183,30 +176,8 @@ class _Instruments:
                 yield Observation(value, observer.metric_attributes)
 
 
-_instruments_lock = threading.Lock()
-_instruments_by_provider: weakref.WeakKeyDictionary[MeterProvider, _Instruments] = weakref.WeakKeyDictionary()
-_global_instruments: _Instruments | None = None
-
-
-def _instruments_for(provider: MeterProvider | None) -> _Instruments:
-    """One set of instruments per meter provider.
-
-    Everything that reports to the global provider shares one set, whether it was created before
-    the application installed its SDK (API proxies, which bind to the SDK later) or after: a second
-    set would register its gauges a second time, and an SDK keeps only the first callbacks.
-    """
-    global _global_instruments
-    with _instruments_lock:
-        current_global = metrics.get_meter_provider()
-        if provider is None or provider is current_global:
-            if _global_instruments is None:
-                _global_instruments = _Instruments(current_global.get_meter(a.SCOPE, _version()))
-            return _global_instruments
-        found = _instruments_by_provider.get(provider)
-        if found is None:
-            found = _Instruments(provider.get_meter(a.SCOPE, _version()))
-            _instruments_by_provider[provider] = found
-        return found
+_instruments_for: PerProvider[_Instruments] = PerProvider(_Instruments)
+"""The membership's instruments for a meter provider (None: the global one)."""
 
 
 @dataclass(slots=True)
@@ -264,7 +235,7 @@ class TelemetryObserver(MembershipObserver):
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         """The providers given (None: the global ones); the consumer's record tracer uses the same."""
-        self._tracer = trace.get_tracer(a.SCOPE, _version(), tracer_provider=tracer_provider)
+        self._tracer = trace.get_tracer(a.SCOPE, version(), tracer_provider=tracer_provider)
         self._instruments = _instruments_for(meter_provider)
         self._operation_duration = instruments_for(meter_provider).operation_duration
         self._clock = clock

@@ -30,10 +30,9 @@ def a_busy_life(otel: Telemetry) -> None:
         member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.REBALANCE_IN_PROGRESS),
         act.PartitionsRevoked,
     )
-    commit = one(member.finish(revoked, {T0: 1}), act.SendOffsetCommit)
-    join = one(
-        member.feed(ev.OffsetCommitResponse, token=commit.token, partition_errors={T0: 0}), act.SendJoinGroup
-    )
+    released = member.finish(revoked, {T0: 1})
+    commit, join = one(released, act.SendOffsetCommit), one(released, act.SendJoinGroup)  # back to back
+    member.feed(ev.OffsetCommitResponse, token=commit.token, partition_errors={T0: 0})
     sync = one(member.join_answer(join, generation=2), act.SendSyncGroup)
     member.finish(one(member.sync_answer(sync, [T1]), act.PartitionsAssigned))
     send = one(

@@ -111,10 +111,10 @@ def test_rebalance_from_stable_revokes_commits_and_counts(otel: Telemetry) -> No
     out = member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.REBALANCE_IN_PROGRESS)
     revoked = one(out, act.PartitionsRevoked)
     member.now += 0.02
-    commit = one(member.finish(revoked, {T0: 5, T1: 7}), act.SendOffsetCommit)
+    released = member.finish(revoked, {T0: 5, T1: 7})
+    commit, join = one(released, act.SendOffsetCommit), one(released, act.SendJoinGroup)  # back to back
     member.now += 0.01
-    out = member.feed(ev.OffsetCommitResponse, token=commit.token, partition_errors={T0: 0, T1: 0})
-    join = one(out, act.SendJoinGroup)
+    member.feed(ev.OffsetCommitResponse, token=commit.token, partition_errors={T0: 0, T1: 0})
     member.now += 0.3
     sync = one(member.join_answer(join, generation=2, member_id=MEMBER), act.SendSyncGroup)
     member.now += 0.05

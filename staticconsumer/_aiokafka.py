@@ -55,6 +55,8 @@ from staticconsumer.protocol.headers import (
 )
 
 if TYPE_CHECKING:
+    from uuid import UUID
+
     from staticconsumer.protocol.coordinator import FindCoordinatorResponse
 
 R = TypeVar("R", bound=Message)
@@ -530,6 +532,14 @@ class ProbeAnswer(NamedTuple):
             return None
         return metadata_partitions(self.response)
 
+    def topic_ids(self) -> dict[UUID, str]:
+        """The named topics' ids -> names, as a KIP-848 member resolves the ids of its assignment: so its
+        first assignment needs no Metadata request (nor the connection for it) to name them. Empty when
+        the probe named none, or read an answer without ids (aiokafka's, before Kafka 2.8)."""
+        if not self.named_topics:
+            return {}
+        return dict(getattr(self.response, "topic_ids", None) or {})
+
     def found_topics(self) -> list[str]:
         """The named topics the answer found, as the keys of :meth:`topic_partitions` but without building
         their partitions (O(partitions) per start, twice, for a fleet's 600-partition topic: issue 27)."""
@@ -649,14 +659,22 @@ class _MetadataRows:
     ``(node, host, port, rack)``, topics ``(error, name, internal, partitions)``, partitions
     ``(error, partition, leader, replicas, isr, offline)``."""
 
-    __slots__ = ("brokers", "controller_id", "topics")
+    __slots__ = ("brokers", "controller_id", "topic_ids", "topics")
     API_VERSION: ClassVar[int] = 5
     """Any version but 0 (which update_metadata reads without racks or internal flags)."""
 
-    def __init__(self, brokers: list[Any], controller_id: int, topics: list[Any]) -> None:
+    def __init__(
+        self,
+        brokers: list[Any],
+        controller_id: int,
+        topics: list[Any],
+        topic_ids: dict[UUID, str] | None = None,
+    ) -> None:
         self.brokers = brokers
         self.controller_id = controller_id
         self.topics = topics
+        self.topic_ids = topic_ids or {}
+        """Each found topic's id -> its name (the rows above have no column for it)."""
 
     @classmethod
     def of(cls, response: Any) -> _MetadataRows:
@@ -682,6 +700,7 @@ class _MetadataRows:
                 )
                 for t in response.topics
             ],
+            {t.topic_id: t.name for t in response.topics if t.error_code == 0 and t.name and t.topic_id.int},
         )
 
 

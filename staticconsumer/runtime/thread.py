@@ -719,6 +719,7 @@ class MembershipThread:
                     known_coordinator=access.coordinator,
                     polled=self._at_step,
                     known_metadata=_probed_metadata(answer),
+                    known_topic_ids=answer.topic_ids() if answer is not None else None,
                 )
             except BaseException as error:
                 _fail(self._ready, error)

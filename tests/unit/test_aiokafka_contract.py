@@ -22,6 +22,7 @@ from aiokafka.conn import AIOKafkaConnection
 from aiokafka.consumer.consumer import AIOKafkaConsumer
 from aiokafka.consumer.fetcher import Fetcher
 from aiokafka.consumer.subscription_state import SubscriptionState
+from aiokafka.protocol.metadata import MetadataRequest
 
 from staticconsumer import _aiokafka
 from staticconsumer._aiokafka import AIOKAFKA_INTERNALS, Internal
@@ -82,6 +83,7 @@ async def instances() -> AsyncIterator[dict[str, Any]]:
         "aiokafka.cluster.ClusterMetadata": ClusterMetadata(),
         "aiokafka.consumer.consumer.AIOKafkaConsumer": consumer,
         "aiokafka.consumer.fetcher.Fetcher": fetcher,
+        "aiokafka.protocol.metadata.MetadataRequest": MetadataRequest(["t"]),
     }
     await fetcher.close()
     await consumer.stop()

@@ -244,3 +244,32 @@ def test_our_decoded_answer_reads_and_applies_as_aiokafkas() -> None:
         )
     assert applied[0] == applied[1]
     assert applied[0][2] == {"orders", "__x"}
+
+
+def test_the_probe_answer_names_the_ids_of_the_topics_it_found() -> None:
+    """KIP-848 assignments name topics by id: the probe's answer (ours, v10+) resolves those it found."""
+    import uuid
+
+    from staticconsumer.protocol.metadata import (
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponseTopic,
+    )
+
+    orders = uuid.uuid4()
+    ours = MetadataResponse(
+        brokers=[MetadataResponseBroker(1, "127.0.0.1", 9001)],
+        controller_id=1,
+        topics=[
+            MetadataResponseTopic(0, "orders", orders, False, []),
+            MetadataResponseTopic(3, "missing", uuid.UUID(int=0), False, []),
+            MetadataResponseTopic(29, "secret", uuid.uuid4(), False, []),
+        ],
+    )
+    rows = _aiokafka._MetadataRows.of(MetadataResponse.decode(ours.encode(12), 12))
+    assert _aiokafka.ProbeAnswer(rows, named_topics=True).topic_ids() == {orders: "orders"}
+    assert _aiokafka.ProbeAnswer(rows, named_topics=False).topic_ids() == {}
+    from aiokafka.protocol.metadata import MetadataResponse_v5
+
+    theirs = MetadataResponse_v5(0, [(1, "127.0.0.1", 9001, None)], "cid", 1, [(0, "orders", False, [])])
+    assert _aiokafka.ProbeAnswer(theirs, named_topics=True).topic_ids() == {}, "aiokafka's answer has no ids"

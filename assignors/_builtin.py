@@ -144,10 +144,10 @@ class CooperativeStickyAssignor(_StickyBase):
         self._generation = generation
 
     def subscription_user_data(self, topics: Collection[str]) -> bytes:
-        return _generation_user_data(self._generation)
+        return encode_cooperative_user_data(self._generation)
 
 
-def _generation_user_data(generation: int) -> bytes:
-    """CooperativeStickyAssignor's userData, as ``userdata.encode_cooperative_user_data`` writes it (one
-    big-endian int32), without loading that module on every member's join; a unit test pins the two equal."""
+def encode_cooperative_user_data(generation: int) -> bytes:
+    """CooperativeStickyAssignor's userData: the generation as one big-endian int32. Defined here, where
+    every member's join needs it, so joining does not load ``userdata`` (which re-exports it)."""
     return generation.to_bytes(4, "big", signed=True)

@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
+from ._builtin import RangeAssignor as RangeAssignor
 from .model import (
-    Assignor,
     GroupAssignment,
     Member,
     MemberAssignment,
@@ -68,65 +68,61 @@ class _TopicState:
             self.extra -= 1
 
 
-class RangeAssignor(Assignor):
-    """Java-identical range assignment with static members ordered by instance id."""
+def assign_range(members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> GroupAssignment:
+    """``RangeAssignor.assign``: loaded by the leader's first assignment, not by building a consumer."""
+    ordered = sorted_members(members)
+    ids = [m.member_id for m in ordered]
+    rack_of = [m.effective_rack for m in ordered]
+    out: list[list[TopicPartition]] = [[] for _ in ordered]
+    counts = live_topics(ordered, topics)
 
-    name = "range"
+    subscribers: dict[str, list[int]] = defaultdict(list)
+    for i, m in enumerate(ordered):
+        for t in m.topics:
+            if t in counts:
+                subscribers[t].append(i)
 
-    def assign(self, members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> GroupAssignment:
-        ordered = sorted_members(members)
-        ids = [m.member_id for m in ordered]
-        rack_of = [m.effective_rack for m in ordered]
-        out: list[list[TopicPartition]] = [[] for _ in ordered]
-        counts = live_topics(ordered, topics)
+    # Topics in Java string order, so the fast path's lists come out sorted without a sort.
+    order = sorted(counts, key=java_key)
+    states: list[_TopicState] = []
+    if any(rack_of):
+        states = [_TopicState(t, counts[t], topics[t], subscribers[t], rack_of) for t in order]
+    if not any(s.needs_rack_aware for s in states):
+        # Fast path: pure arithmetic ranges, one slice per member and topic.
+        for t in order:
+            n = counts[t]
+            consumers = subscribers[t]
+            base, extra = divmod(n, len(consumers))
+            tps = list(zip(repeat(t, n), range(n), strict=True))
+            start = 0
+            for k, i in enumerate(consumers):
+                size = base + 1 if k < extra else base
+                if not size:
+                    break
+                out[i] += tps[start : start + size]
+                start += size
+        return {ids[i]: MemberAssignment(parts) for i, parts in enumerate(out)}
 
-        subscribers: dict[str, list[int]] = defaultdict(list)
-        for i, m in enumerate(ordered):
-            for t in m.topics:
-                if t in counts:
-                    subscribers[t].append(i)
+    _rack_matching(states, rack_of, out)
+    for s in states:
+        _fill_ranges(s, out)
+    return {ids[i]: MemberAssignment(sort_assignment(parts)) for i, parts in enumerate(out)}
 
-        # Topics in Java string order, so the fast path's lists come out sorted without a sort.
-        order = sorted(counts, key=java_key)
-        states: list[_TopicState] = []
-        if any(rack_of):
-            states = [_TopicState(t, counts[t], topics[t], subscribers[t], rack_of) for t in order]
-        if not any(s.needs_rack_aware for s in states):
-            # Fast path: pure arithmetic ranges, one slice per member and topic.
-            for t in order:
-                n = counts[t]
-                consumers = subscribers[t]
-                base, extra = divmod(n, len(consumers))
-                tps = list(zip(repeat(t, n), range(n), strict=True))
-                start = 0
-                for k, i in enumerate(consumers):
-                    size = base + 1 if k < extra else base
-                    if not size:
-                        break
-                    out[i] += tps[start : start + size]
-                    start += size
-            return {ids[i]: MemberAssignment(parts) for i, parts in enumerate(out)}
 
-        self._rack_matching(states, rack_of, out)
-        for s in states:
-            _fill_ranges(s, out)
-        return {ids[i]: MemberAssignment(sort_assignment(parts)) for i, parts in enumerate(out)}
-
-    @staticmethod
-    def _rack_matching(
-        states: list[_TopicState], rack_of: list[str | None], out: list[list[TopicPartition]]
-    ) -> None:
-        """Java's assignWithRackMatching: co-partitioned groups together, other topics one by one."""
-        groups: dict[tuple[tuple[int, ...], int], list[_TopicState]] = defaultdict(list)
-        for s in states:
-            # Java keys on the subscriber set, then on the size of the partition-rack map (which is
-            # empty when none of the subscribers has a rack).
-            groups[(tuple(s.consumers), len(s.racks))].append(s)
-        for (consumers, n), group in groups.items():
-            if len(group) > 1:
-                _co_partitioned(list(consumers), n, group, rack_of, out)
-            elif group[0].needs_rack_aware:
-                _ranges_with_racks(group[0], rack_of, out)
+def _rack_matching(
+    states: list[_TopicState], rack_of: list[str | None], out: list[list[TopicPartition]]
+) -> None:
+    """Java's assignWithRackMatching: co-partitioned groups together, other topics one by one."""
+    groups: dict[tuple[tuple[int, ...], int], list[_TopicState]] = defaultdict(list)
+    for s in states:
+        # Java keys on the subscriber set, then on the size of the partition-rack map (which is
+        # empty when none of the subscribers has a rack).
+        groups[(tuple(s.consumers), len(s.racks))].append(s)
+    for (consumers, n), group in groups.items():
+        if len(group) > 1:
+            _co_partitioned(list(consumers), n, group, rack_of, out)
+        elif group[0].needs_rack_aware:
+            _ranges_with_racks(group[0], rack_of, out)
 
 
 def _assign(s: _TopicState, i: int, parts: list[int], out: list[list[TopicPartition]]) -> None:

@@ -15,12 +15,13 @@ if TYPE_CHECKING:
 _REGISTRY: dict[str, type[Assignor]] = {}
 
 _BUILT_IN_MODULES: Final[dict[str, tuple[str, str]]] = {
-    "range": (".range", "RangeAssignor"),
-    "roundrobin": (".roundrobin", "RoundRobinAssignor"),
-    "sticky": (".sticky", "StickyAssignor"),
-    "cooperative-sticky": (".sticky", "CooperativeStickyAssignor"),
+    "range": ("._builtin", "RangeAssignor"),
+    "roundrobin": ("._builtin", "RoundRobinAssignor"),
+    "sticky": ("._builtin", "StickyAssignor"),
+    "cooperative-sticky": ("._builtin", "CooperativeStickyAssignor"),
 }
-"""Built-in name -> (module, class), registered when first looked up."""
+"""Built-in name -> (module, class), registered when first looked up. The classes' algorithms load on
+their first ``assign`` (``assignors._builtin``): a member joins with names and user data only."""
 
 BUILT_IN: Final[tuple[str, ...]] = tuple(_BUILT_IN_MODULES)
 """The protocol names this package ships, in Java's order: what docs list, whatever else is registered."""

@@ -29,30 +29,24 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections import defaultdict, deque
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import filterfalse, product
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
+from ._builtin import CooperativeStickyAssignor as CooperativeStickyAssignor
+from ._builtin import StickyAssignor as StickyAssignor
+from ._builtin import _StickyBase
 from .model import (
     NO_GENERATION,
-    Assignor,
     GroupAssignment,
     Member,
     MemberAssignment,
-    RebalanceProtocol,
     TopicInfo,
     TopicPartition,
     java_key,
     partition_counts,
     sorted_members,
     use_rack_aware,
-)
-from .userdata import (
-    PartitionIds,
-    decode_cooperative_user_data,
-    decode_sticky_user_data_ids,
-    encode_cooperative_user_data,
-    encode_sticky_user_data,
 )
 
 _T = TypeVar("_T")
@@ -523,46 +517,36 @@ def _pick_to_move(parts: list[int], donor: int, receiver: int, racks: _Racks) ->
     return parts.pop()
 
 
-class _StickyBase(Assignor):
-    """Shared sticky algorithm; subclasses say where previous ownership is read from."""
+def assign_sticky(
+    assignor: _StickyBase, members: Sequence[Member], topics: Mapping[str, TopicInfo]
+) -> GroupAssignment:
+    """``StickyAssignor.assign`` and ``CooperativeStickyAssignor.assign``: loaded by the leader's first
+    assignment, not by building a consumer."""
+    ordered = sorted_members(members)
+    if not ordered:
+        return {}
+    counts, subs = _live_subscriptions(ordered, topics)
+    layout = _Layout(counts)
+    racks = _Racks(ordered, layout, topics)
+    claims = _Claims(*assignor.read_claims(ordered, subs, layout))
 
-    cooperative = False
+    kept_len = [0] * len(ordered)
+    first = subs[0]
+    if layout.total == 0:
+        result: list[list[int]] = [[] for _ in ordered]
+    elif all(s is first or s == first for s in subs):
+        if not claims.any_claims and not racks.enabled:
+            fresh = _fresh(len(ordered), layout)
+            return {m.member_id: MemberAssignment(fresh[i]) for i, m in enumerate(ordered)}
+        result, kept_len = _constrained(len(ordered), layout, claims, racks)
+    else:
+        result = _general(ordered, subs, layout, claims, racks)
 
-    def read_claims(
-        self, ordered: list[Member], subs: list[frozenset[str]], layout: _Layout
-    ) -> tuple[list[list[int]], list[int | None], list[int]]:
-        """Each member's claims (partition ids of subscribed topics), generation, and the claims to
-        live topics their claimants no longer subscribe to (cooperative only)."""
-        raise NotImplementedError
+    if assignor.cooperative and claims.any_claims:
+        _withhold_transfers(result, kept_len, claims)
 
-    def assign(self, members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> GroupAssignment:
-        ordered = sorted_members(members)
-        if not ordered:
-            return {}
-        counts, subs = _live_subscriptions(ordered, topics)
-        layout = _Layout(counts)
-        racks = _Racks(ordered, layout, topics)
-        claims = _Claims(*self.read_claims(ordered, subs, layout))
-
-        kept_len = [0] * len(ordered)
-        first = subs[0]
-        if layout.total == 0:
-            result: list[list[int]] = [[] for _ in ordered]
-        elif all(s is first or s == first for s in subs):
-            if not claims.any_claims and not racks.enabled:
-                fresh = _fresh(len(ordered), layout)
-                return {m.member_id: MemberAssignment(fresh[i]) for i, m in enumerate(ordered)}
-            result, kept_len = _constrained(len(ordered), layout, claims, racks)
-        else:
-            result = _general(ordered, subs, layout, claims, racks)
-
-        if self.cooperative and claims.any_claims:
-            _withhold_transfers(result, kept_len, claims)
-
-        pick = layout.partitions().__getitem__
-        return {
-            m.member_id: MemberAssignment(list(map(pick, sorted(result[i])))) for i, m in enumerate(ordered)
-        }
+    pick = layout.partitions().__getitem__
+    return {m.member_id: MemberAssignment(list(map(pick, sorted(result[i])))) for i, m in enumerate(ordered)}
 
 
 def _live_subscriptions(
@@ -593,80 +577,3 @@ def _withhold_transfers(result: list[list[int]], kept_len: list[int], claims: _C
             continue
         mine = set(claims.owned[i])
         result[i] = pids[:start] + [pid for pid in tail if pid not in claimed or pid in mine]
-
-
-class StickyAssignor(_StickyBase):
-    """Eager sticky: previous assignment and generation travel in userData (Java V1 format)."""
-
-    name = "sticky"
-
-    def __init__(self) -> None:
-        self._assigned: list[TopicPartition] | None = None
-        self._generation = NO_GENERATION
-        self._topic_names: dict[bytes, str] = {}  # decoded-name cache for userData; no effect on results
-
-    def read_claims(
-        self, ordered: list[Member], subs: list[frozenset[str]], layout: _Layout
-    ) -> tuple[list[list[int]], list[int | None], list[int]]:
-        # Eager members revoke everything before joining, so Java reads ownership from userData only.
-        offset, counts = layout.offset, layout.counts
-        tables: dict[int, PartitionIds] = {}  # per distinct subscription: topic bytes -> (base, count)
-        per_member: list[list[int]] = []
-        generations: list[int | None] = []
-        for m, sub in zip(ordered, subs, strict=True):
-            ids = tables.get(id(sub))
-            if ids is None:
-                ids = tables[id(sub)] = {}
-
-            def resolve(topic: str, sub: frozenset[str] = sub) -> tuple[int, int] | None:
-                return (offset[topic], counts[topic]) if topic in sub else None
-
-            pids, generation = decode_sticky_user_data_ids(m.user_data, ids, resolve)
-            per_member.append(pids)
-            generations.append(generation)
-        return per_member, generations, []
-
-    def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
-        self._assigned = list(assignment.partitions)
-        self._generation = generation
-
-    def subscription_user_data(self, topics: Collection[str]) -> bytes | None:
-        if self._assigned is None:
-            return None
-        return encode_sticky_user_data(self._assigned, self._generation)
-
-
-class CooperativeStickyAssignor(_StickyBase):
-    """Cooperative sticky: ownership from the subscription; userData is just the generation."""
-
-    name = "cooperative-sticky"
-    rebalance_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = ("cooperative", "eager")
-    cooperative = True
-
-    def __init__(self) -> None:
-        self._generation = NO_GENERATION
-
-    def read_claims(
-        self, ordered: list[Member], subs: list[frozenset[str]], layout: _Layout
-    ) -> tuple[list[list[int]], list[int | None], list[int]]:
-        offset, counts = layout.offset, layout.counts
-        per_member: list[list[int]] = []
-        generations: list[int | None] = []
-        unsubscribed: list[int] = []
-        for m, sub in zip(ordered, subs, strict=True):
-            owned = m.owned_partitions
-            per_member.append([offset[t] + p for t, p in owned if t in sub and 0 <= p < counts[t]])
-            if len(sub) != len(offset):  # it does not subscribe to every live topic
-                unsubscribed += [
-                    offset[t] + p for t, p in owned if t not in sub and t in offset and 0 <= p < counts[t]
-                ]
-            generations.append(
-                m.generation if m.generation >= 0 else decode_cooperative_user_data(m.user_data)
-            )
-        return per_member, generations, unsubscribed
-
-    def on_assignment(self, assignment: MemberAssignment, generation: int) -> None:
-        self._generation = generation
-
-    def subscription_user_data(self, topics: Collection[str]) -> bytes:
-        return encode_cooperative_user_data(self._generation)

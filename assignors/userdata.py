@@ -14,6 +14,7 @@ from itertools import repeat
 
 import msgspec
 
+from ._builtin import encode_cooperative_user_data as encode_cooperative_user_data
 from .model import NO_GENERATION, TopicPartition
 
 _I16 = struct.Struct(">h")
@@ -202,11 +203,6 @@ def decode_sticky_user_data(
         (generation,) = _I32.unpack_from(data, off)
         return StickyMemberData(tuple(partitions), generation)
     return StickyMemberData(tuple(partitions), None)
-
-
-def encode_cooperative_user_data(generation: int) -> bytes:
-    """CooperativeStickyAssignor's userData: the generation as one int32."""
-    return _I32.pack(generation)
 
 
 def decode_cooperative_user_data(data: bytes | None) -> int | None:

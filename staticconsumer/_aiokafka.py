@@ -36,6 +36,8 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
+import msgspec
+
 from staticconsumer.connection.ratelimit import CauseLog
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
@@ -186,7 +188,7 @@ class ProtocolRequest:
         return prepared
 
 
-class Exchange(NamedTuple):
+class Exchange(msgspec.Struct, frozen=True):
     """The version a request went out at and the typed response it got."""
 
     version: int
@@ -498,7 +500,7 @@ ProbeStage = Literal["handshake", "metadata"]
 ProbeKind = Literal["timeout", "authentication", "mechanism", "closed", "tls", "other"]
 
 
-class ProbeFailure(NamedTuple):
+class ProbeFailure(msgspec.Struct, frozen=True):
     """Why one broker could not be used, in aiokafka-neutral terms (see :func:`probe_broker`)."""
 
     kind: ProbeKind
@@ -969,7 +971,7 @@ def fetcher_client(consumer: Any) -> Any:
     return consumer._client
 
 
-class AiokafkaNoise(NamedTuple):
+class AiokafkaNoise(msgspec.Struct, frozen=True):
     """An aiokafka log record recognised as a symptom: a broker it cannot reach, or a topic it lost.
 
     ``kind`` is "connection" (``node_ids`` failed, ``cause`` says how; ``address`` when the error names
@@ -1539,7 +1541,7 @@ def trace_wire(
 # aiokafka fails there, loudly, before it fails anywhere else. A new private use is listed here first.
 
 
-class Internal(NamedTuple):
+class Internal(msgspec.Struct, frozen=True):
     """One aiokafka internal relied on: ``owner`` is a module or class path, ``name`` an attribute of it.
 
     ``instance``: set in ``__init__`` only, so it is looked up on a fresh instance. ``parameters``: for a

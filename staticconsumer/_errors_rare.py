@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from aiokafka import errors as _aiokafka
 
-from staticconsumer.errors import BrokerError, ErrorCode, StaticConsumerError
+from staticconsumer.errors import BrokerError, ErrorCode, ProtocolError, StaticConsumerError
 
 
 class AnalyticsError(StaticConsumerError):
@@ -167,6 +167,38 @@ class UnsupportedAssignorError(BrokerError):
     """KIP-848: group.remote.assignor names an assignor the brokers do not have (group.consumer.assignors)."""
 
     code = ErrorCode.UNSUPPORTED_ASSIGNOR
+
+
+# -- raised only once something went wrong: a codec asked for a version it lacks, the brokers refusing
+# session.timeout.ms, a leader's assignor failing --
+
+
+class ApiVersionOutOfRangeError(ProtocolError, ValueError):
+    """The codec was asked for a version of a message that it does not implement."""
+
+    def __init__(self, api: str, version: int, min_version: int, max_version: int) -> None:
+        self.api = api
+        self.version = version
+        self.min_version = min_version
+        self.max_version = max_version
+        super().__init__(f"{api} v{version} is outside the supported range v{min_version}-v{max_version}")
+
+
+class InvalidSessionTimeoutError(BrokerError, _aiokafka.InvalidSessionTimeoutError):
+    code = ErrorCode.INVALID_SESSION_TIMEOUT
+
+
+class AssignorError(StaticConsumerError):
+    """The leader's assignor raised, or produced a plan that cannot be sent.
+
+    The group keeps working: this leader sends no SyncGroup for the plan and rejoins with backoff, so the
+    error is reported (logs, telemetry, the event log) but not raised into the application. ``assignor``
+    names the assignor; the original exception is the ``__cause__``.
+    """
+
+    def __init__(self, assignor: str, message: str) -> None:
+        self.assignor = assignor
+        super().__init__(f"assignor {assignor!r} {message}")
 
 
 def _named_as_public() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, cast
 
 import msgspec
 from aiokafka import errors as _aiokafka
@@ -144,17 +144,6 @@ class EncodeError(ProtocolError, ValueError):
     """A value cannot go on the wire as asked (string too long, integer out of range, null not allowed)."""
 
 
-class ApiVersionOutOfRangeError(ProtocolError, ValueError):
-    """The codec was asked for a version of a message that it does not implement."""
-
-    def __init__(self, api: str, version: int, min_version: int, max_version: int) -> None:
-        self.api = api
-        self.version = version
-        self.min_version = min_version
-        self.max_version = max_version
-        super().__init__(f"{api} v{version} is outside the supported range v{min_version}-v{max_version}")
-
-
 class NoCommonApiVersionError(ProtocolError, _aiokafka.IncompatibleBrokerVersion):
     """The broker and this SDK share no version of an API, so the request cannot be sent at all."""
 
@@ -229,10 +218,6 @@ def _name_of(code: int) -> str:
 class RequestTimedOutError(BrokerError, _aiokafka.RequestTimedOutError):
     code = ErrorCode.REQUEST_TIMED_OUT
     retriable = True
-
-
-class InvalidSessionTimeoutError(BrokerError, _aiokafka.InvalidSessionTimeoutError):
-    code = ErrorCode.INVALID_SESSION_TIMEOUT
 
 
 class TopicAuthorizationFailedError(BrokerError, _aiokafka.TopicAuthorizationFailedError):
@@ -337,6 +322,8 @@ _RARE: Final = frozenset(
     {
         "AnalyticsError",
         "AnalyticsInputError",
+        "ApiVersionOutOfRangeError",
+        "AssignorError",
         "ClusterAuthorizationFailedError",
         "CoordinatorLoadInProgressError",
         "CorruptMessageError",
@@ -348,6 +335,7 @@ _RARE: Final = frozenset(
         "InvalidGroupIdError",
         "InvalidRegularExpressionError",
         "InvalidRequestError",
+        "InvalidSessionTimeoutError",
         "LeaderNotAvailableError",
         "MemberIdRequiredError",
         "NonEmptyGroupError",
@@ -371,7 +359,7 @@ codes a consumer's start never raises, KIP-848's and the analytics tool's errors
 this module, so ``staticconsumer.errors.X``, ``from staticconsumer.errors import X`` and pickle all work."""
 
 
-class _Registry(NamedTuple):
+class _Registry(msgspec.Struct, frozen=True):
     by_code: dict[int, type[BrokerError]]
     aiokafka_only: frozenset[int]
     aiokafka_only_names: dict[str, int]
@@ -415,6 +403,8 @@ def _built(code: int) -> type[BrokerError]:
 if TYPE_CHECKING:
     from staticconsumer._errors_rare import AnalyticsError as AnalyticsError
     from staticconsumer._errors_rare import AnalyticsInputError as AnalyticsInputError
+    from staticconsumer._errors_rare import ApiVersionOutOfRangeError as ApiVersionOutOfRangeError
+    from staticconsumer._errors_rare import AssignorError as AssignorError
     from staticconsumer._errors_rare import ClusterAuthorizationFailedError as ClusterAuthorizationFailedError
     from staticconsumer._errors_rare import CoordinatorLoadInProgressError as CoordinatorLoadInProgressError
     from staticconsumer._errors_rare import CorruptMessageError as CorruptMessageError
@@ -426,6 +416,7 @@ if TYPE_CHECKING:
     from staticconsumer._errors_rare import InvalidGroupIdError as InvalidGroupIdError
     from staticconsumer._errors_rare import InvalidRegularExpressionError as InvalidRegularExpressionError
     from staticconsumer._errors_rare import InvalidRequestError as InvalidRequestError
+    from staticconsumer._errors_rare import InvalidSessionTimeoutError as InvalidSessionTimeoutError
     from staticconsumer._errors_rare import LeaderNotAvailableError as LeaderNotAvailableError
     from staticconsumer._errors_rare import MemberIdRequiredError as MemberIdRequiredError
     from staticconsumer._errors_rare import NonEmptyGroupError as NonEmptyGroupError
@@ -532,19 +523,6 @@ class DuplicateInstanceIdError(ConfigurationError):
 
 class StaticMembershipUnsupportedError(StaticConsumerError, _aiokafka.IncompatibleBrokerVersion):
     """The broker is too old to carry group.instance.id; refusing beats silently joining as dynamic."""
-
-
-class AssignorError(StaticConsumerError):
-    """The leader's assignor raised, or produced a plan that cannot be sent.
-
-    The group keeps working: this leader sends no SyncGroup for the plan and rejoins with backoff, so the
-    error is reported (logs, telemetry, the event log) but not raised into the application. ``assignor``
-    names the assignor; the original exception is the ``__cause__``.
-    """
-
-    def __init__(self, assignor: str, message: str) -> None:
-        self.assignor = assignor
-        super().__init__(f"assignor {assignor!r} {message}")
 
 
 # -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------

@@ -7,8 +7,8 @@ from typing import ClassVar, NoReturn, Self
 
 import msgspec
 
+from staticconsumer import errors as _errors  # ApiVersionOutOfRangeError: defined on first use
 from staticconsumer.errors import (
-    ApiVersionOutOfRangeError,
     DecodeError,
     EncodeError,
     UnsupportedVersionForFieldError,
@@ -69,7 +69,7 @@ class Message(msgspec.Struct):
     @classmethod
     def check_version(cls, version: int) -> None:
         if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-            raise ApiVersionOutOfRangeError(cls.__name__, version, cls.MIN_VERSION, cls.MAX_VERSION)
+            raise _errors.ApiVersionOutOfRangeError(cls.__name__, version, cls.MIN_VERSION, cls.MAX_VERSION)
 
     def encode(self, version: int) -> bytes:
         """The body (no header, no size prefix) at ``version``."""

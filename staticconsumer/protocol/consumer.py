@@ -13,7 +13,8 @@ from typing import Self
 
 import msgspec
 
-from staticconsumer.errors import ApiVersionOutOfRangeError, DecodeError, EncodeError
+from staticconsumer import errors as _errors  # ApiVersionOutOfRangeError: defined on first use
+from staticconsumer.errors import DecodeError, EncodeError
 from staticconsumer.protocol._codec import ClassicReader, ClassicWriter
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -39,7 +40,7 @@ def _read_topic_partitions(r: ClassicReader) -> list[TopicPartitions]:
 
 def _check_encode_version(name: str, version: int) -> None:
     if not 0 <= version <= MAX_PAYLOAD_VERSION:
-        raise ApiVersionOutOfRangeError(name, version, 0, MAX_PAYLOAD_VERSION)
+        raise _errors.ApiVersionOutOfRangeError(name, version, 0, MAX_PAYLOAD_VERSION)
 
 
 def payload_version(data: bytes) -> int:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import assignors as assignor_lib
+from staticconsumer import errors as _errors  # AssignorError: defined on first use (issue 26)
 from staticconsumer._aiokafka import PartitionReplicas
-from staticconsumer.errors import AssignorError
 from staticconsumer.membership import JoinGroupMember, TopicPartition
 from staticconsumer.protocol import Assignment, Subscription, TopicPartitions, assigned_partitions
 from staticconsumer.settings._strategy import rebalance_protocol_of as rebalance_protocol_of
@@ -62,11 +62,13 @@ def compute_assignment(
     try:
         plan = assignor.assign(members, topics)
     except Exception as error:
-        raise AssignorError(assignor.name, f"raised {type(error).__name__}: {error}") from error
+        raise _errors.AssignorError(assignor.name, f"raised {type(error).__name__}: {error}") from error
     known = {m.member_id for m in members}
     strangers = sorted(set(plan) - known)
     if strangers:
-        raise AssignorError(assignor.name, f"assigned partitions to members not in the group: {strangers}")
+        raise _errors.AssignorError(
+            assignor.name, f"assigned partitions to members not in the group: {strangers}"
+        )
     if "cooperative" in getattr(assignor, "rebalance_protocols", ()):
         validate_cooperative_assignment(assignor.name, members, plan)
     encoded = {}
@@ -76,7 +78,7 @@ def compute_assignment(
         for topic, partition in given.partitions if given is not None else ():
             info = topics.get(topic)
             if info is None or not 0 <= partition < info.partitions:
-                raise AssignorError(
+                raise _errors.AssignorError(
                     assignor.name,
                     f"assigned {topic}-{partition}, which does not exist, to {member.member_id!r}",
                 )
@@ -117,7 +119,7 @@ def validate_cooperative_assignment(
         f"{t}-{p} (owned by {revoked[(t, p)]!r}, given to {added[(t, p)]!r})" for t, p in moved[:5]
     )
     more = f" and {len(moved) - 5} more" if len(moved) > 5 else ""
-    raise AssignorError(
+    raise _errors.AssignorError(
         assignor_name,
         f"made a cooperative plan that reassigns partitions still owned by another member in the same "
         f"round: {shown}{more}; a partition that moves must first be revoked by its owner (left "

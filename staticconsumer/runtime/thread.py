@@ -42,9 +42,9 @@ from staticconsumer import _aiokafka, connection
 from staticconsumer.connection import bootstrapping as _bootstrapping  # noqa: F401  (the probe's)
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
+    BrokerError,
     ConsumerStoppedError,
     ErrorCode,
-    InvalidSessionTimeoutError,
     RequestTimedOutError,
     StaticMembershipUnsupportedError,
     broker_error,
@@ -177,7 +177,7 @@ def _fail(future: concurrent.futures.Future[Any], error: BaseException) -> None:
         future.set_exception(error)
 
 
-def _explain_session_timeout(error: InvalidSessionTimeoutError, settings: Settings) -> Exception:
+def _explain_session_timeout(error: BrokerError, settings: Settings) -> Exception:
     """The broker judges session.timeout.ms (as for aiokafka and Java): say which setting it refused and
     the bounds it accepts, as far as the settings know them (the brokers' defaults unless configured)."""
     configured = {"broker_min_session_timeout_ms", "broker_max_session_timeout_ms"} & set(
@@ -186,6 +186,8 @@ def _explain_session_timeout(error: InvalidSessionTimeoutError, settings: Settin
     bounds = f"{settings.broker_min_session_timeout_ms} to {settings.broker_max_session_timeout_ms} ms" + (
         " as configured here" if configured else " by default"
     )
+    from staticconsumer.errors import InvalidSessionTimeoutError  # defined on first use (issue 26)
+
     explained = InvalidSessionTimeoutError(
         f"the brokers refused session.timeout.ms={settings.session_timeout_ms} (session_timeout_ms): it "
         f"must lie within their group.min.session.timeout.ms and group.max.session.timeout.ms ({bounds}). "
@@ -512,7 +514,8 @@ class MembershipThread:
         if known is not None and known[0] is error:
             return known[1]
         named = self._subscription.topics if topics is None else topics
-        if isinstance(error, InvalidSessionTimeoutError):
+        # The code, not the class: InvalidSessionTimeoutError is defined only once a broker has refused.
+        if isinstance(error, BrokerError) and error.code == ErrorCode.INVALID_SESSION_TIMEOUT:
             explained: Exception = _explain_session_timeout(error, self._settings)
         else:
             group = self._settings.group_id

@@ -31,6 +31,14 @@ KNOWN_DEFERRED_CYCLES: tuple[frozenset[str], ...] = (
     # The rarer public errors subclass BrokerError and StaticConsumerError, so their module imports
     # ``staticconsumer.errors``, which loads it on first use of one of them (issue 26: import cost).
     frozenset({"staticconsumer.errors", "staticconsumer._errors_rare"}),
+    # The built-in assignor classes (assignors._builtin) load their algorithm module on their first
+    # assign, and that module re-exports the class under its public name (issue 26: a member joins
+    # without the algorithms, which only the leader runs); ``userdata`` re-exports the one encoder of
+    # the cooperative user data, which every member's join writes from ``_builtin``.
+    frozenset({
+        "assignors._builtin", "assignors.range", "assignors.roundrobin", "assignors.sticky",
+        "assignors.userdata",
+    }),
 )  # fmt: skip
 
 

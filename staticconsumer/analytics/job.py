@@ -681,17 +681,22 @@ def _assignments(scanned: DataFrame) -> DataFrame:
     )
 
 
-def _first_release(key: Column) -> Column:
+def _first_release(key: Column, position: Column) -> Column:
     """(ts, type) of the assignment's first release (by ``seq``) that names the partition, or null.
 
     The first few releases are looked up with ``array_contains`` (generated code); a lambda only runs
-    for an assignment with more releases than that.
+    for an assignment with more releases than that. A release that names the assignment's partitions
+    in the assignment's own order (a stop's revoke of everything: the common case) has the key at the
+    partition's ``position``: that one comparison comes first, and only a miss scans the whole list
+    (each exploded row scanned half its assignment's list before: a third of the explode's CPU).
     """
     releases = F.col("releases")
     found: Column | None = None
     for i in range(_INLINE_RELEASES):
         release = F.get(releases, i)
-        hit = F.array_contains(release["keys"], key)
+        # OR short-circuits: a hit at the same position skips the scan; a miss (null or false) gives
+        # the scan's answer, so the result is array_contains' own.
+        hit = (F.get(release["keys"], position) == key) | F.array_contains(release["keys"], key)
         end = F.struct(release["ts"].alias("ts"), release["type"].alias("type"))
         found = F.when(hit, end) if found is None else found.when(hit, end)
     assert found is not None
@@ -753,7 +758,7 @@ def ownership(
     )
     session_end = F.struct(F.col("session_end.ts").alias("ts"), F.col("session_end.type").alias("type"))
     explicit = F.when(F.col("_repeats") & (later_copy > 0), F.struct("ts", "type")).otherwise(
-        F.coalesce(_first_release(key), session_end)
+        F.coalesce(_first_release(key, F.col("_pos")), session_end)
     )
     intervals = exploded.select(
         F.xxhash64("group", partition["topic"], partition["partition"]).alias("_pkey"),

@@ -92,7 +92,20 @@ def leaders_and_windows() -> list[SyntheticSession]:
     return [a1, b1, a2, d]
 
 
-SCENARIOS = [*zombie(), *skewed_handover(), *killed(), *leaders_and_windows()]
+def releases_out_of_order() -> list[SyntheticSession]:
+    """Releases that name an assignment's partitions in another order than the assignment, and only
+    some of them: each partition still ends at the first release that names it, wherever it is in the
+    list (the job looks at the partition's own position first, then searches the list)."""
+    a = (
+        SyntheticSession("release-order", "pod-a", "r-a1")
+        .joining(0)
+        .synced(1, 1, "m-a1", "m-a1", [P0, P1, P2, P3])
+    )
+    a.revoked(50, [P2, P0]).lost(60, [P1]).revoked(100, [P3], reason="stop").stopped(100.1)
+    return [a]
+
+
+SCENARIOS = [*zombie(), *skewed_handover(), *killed(), *leaders_and_windows(), *releases_out_of_order()]
 
 MALFORMED = [
     b'{"type":"assigned","v":1,"ts":5.0,"group":"zombie","inst',  # a line cut off by a crash
@@ -190,6 +203,18 @@ def test_killed_process_ends_at_the_next_owner_or_the_next_generation(ordered: A
     )
     totals = ordered.totals("killed")
     assert (totals["vanished"], totals["moved_partitions"], totals["restarts_absorbed"]) == (2, 1, 1)
+
+
+def test_each_partition_ends_at_the_first_release_naming_it_in_any_order(ordered: Analysis) -> None:
+    intervals = rows(ordered.tables.ownership, "release-order", "partition")
+    assert [(i["partition"], i["end_ts"], i["ended_by"]) for i in intervals] == [
+        (0, 50.0, "revoked"),
+        (1, 60.0, "lost"),
+        (2, 50.0, "revoked"),
+        (3, 100.0, "revoked"),
+    ]
+    totals = ordered.totals("release-order")
+    assert (totals["revoked_partitions"], totals["lost_partitions"]) == (3, 1)
 
 
 def test_deploy_windows_leaders_and_skip_assignment(ordered: Analysis) -> None:

@@ -680,9 +680,10 @@ class MembershipLoop:
 
     def _revoke_nothing(self, a: actions.PartitionsRevoked) -> None:
         """An eager (re)join that owns nothing, every start's first join among them: the listener still
-        hears ``on_partitions_revoked`` with no partitions, as aiokafka's and Java's do, but the JoinGroup
-        does not wait for the application's loop to run it (a start's loop is busy starting the fetcher
-        then): nothing is released, nothing is committed. The next partition call waits for it."""
+        hears ``on_partitions_revoked`` with no partitions, as aiokafka's does (Java's skips it on a first
+        join, which has no generation; dropping it measured no gain, see benchmarks/import_cost.md), but
+        the JoinGroup does not wait for the application's loop to run it (a start's loop is busy starting
+        the fetcher then): nothing is released, nothing is committed. The next partition call waits."""
         told: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         previous, self._telling = self._telling, told
 

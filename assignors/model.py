@@ -131,6 +131,17 @@ def live_topics(members: Iterable[Member], topics: Mapping[str, TopicInfo]) -> d
     return partition_counts(wanted, topics)
 
 
+def subscribers_by_topic(ordered: Sequence[Member], counts: Mapping[str, int]) -> dict[str, list[int]]:
+    """For each live topic (a key of ``counts``), the positions in ``ordered`` of the members subscribing
+    to it, in that order (what range and round robin deal partitions to)."""
+    subscribers: dict[str, list[int]] = {t: [] for t in counts}
+    for i, m in enumerate(ordered):
+        for t in m.topics:
+            if t in counts:
+                subscribers[t].append(i)
+    return subscribers
+
+
 def partition_counts(wanted: Iterable[str], topics: Mapping[str, TopicInfo]) -> dict[str, int]:
     """The partition counts of the ``wanted`` topics that exist and have partitions."""
     out: dict[str, int] = {}

@@ -22,6 +22,7 @@ from .model import (
     live_topics,
     sort_assignment,
     sorted_members,
+    subscribers_by_topic,
     use_rack_aware,
 )
 
@@ -76,11 +77,7 @@ def assign_range(members: Sequence[Member], topics: Mapping[str, TopicInfo]) -> 
     out: list[list[TopicPartition]] = [[] for _ in ordered]
     counts = live_topics(ordered, topics)
 
-    subscribers: dict[str, list[int]] = defaultdict(list)
-    for i, m in enumerate(ordered):
-        for t in m.topics:
-            if t in counts:
-                subscribers[t].append(i)
+    subscribers = subscribers_by_topic(ordered, counts)
 
     # Topics in Java string order, so the fast path's lists come out sorted without a sort.
     order = sorted(counts, key=java_key)

@@ -7,7 +7,6 @@ order around a circle, skipping members not subscribed to the partition's topic.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
@@ -21,6 +20,7 @@ from .model import (
     java_key,
     live_topics,
     sorted_members,
+    subscribers_by_topic,
 )
 
 
@@ -30,11 +30,7 @@ def assign_round_robin(members: Sequence[Member], topics: Mapping[str, TopicInfo
     size = len(ordered)
     out: list[list[TopicPartition]] = [[] for _ in ordered]
     counts = live_topics(ordered, topics)
-    subscribers: dict[str, list[int]] = defaultdict(list)
-    for i, m in enumerate(ordered):
-        for t in m.topics:
-            if t in counts:
-                subscribers[t].append(i)
+    subscribers = subscribers_by_topic(ordered, counts)
 
     # The circle's position carries over from topic to topic. Within one topic the skipping
     # iterator simply cycles through that topic's subscribers, so each subscriber's share is a

@@ -72,11 +72,13 @@ class Timings(msgspec.Struct):
     floor_s: float = 0.0
     """The floor pass (:func:`floor_pass`) on the same session after the job; 0 in runs before it."""
     plan_s: float = 0.0
-    """The job's fixed costs: planning the tables on the driver, ..."""
+    """The step "planning the tables": the plan, and the shared frames it materializes (the small
+    tables, the ownership intervals' sort, the summary): work, more than half the job's executor CPU."""
     tables_s: float = 0.0
-    """... computing and writing the Parquet tables (the bulk of the work, and every write) ..."""
+    """Computing what is left of the Parquet tables and writing them (every write)."""
     report_s: float = 0.0
-    """... and the report's plots and pages (Python on the driver)."""
+    """The report's plots and pages (Python on the driver). Spark's start (``spark_start_s``) is the
+    only fixed cost, and it is outside ``job_s``."""
     steps_s: dict[str, float] = {}
     """Every step of the job by name, in seconds (Progress's steps)."""
     job_cpu_s: float = 0.0
@@ -544,7 +546,7 @@ def scaling_plot(reports: list[Report], path: Path) -> Path:
         t = r.timings
         versus = (
             f"\njob / floor {t.job_over_floor:.1f} (floor {t.floor_s:.1f} s); fixed: start "
-            f"{t.spark_start_s:.0f} s, plan {t.plan_s:.0f} s, report {t.report_s:.0f} s"
+            f"{t.spark_start_s:.0f} s; work: shared frames {t.plan_s:.0f} s, report {t.report_s:.0f} s"
             if t.floor_s
             else ""
         )

@@ -251,7 +251,7 @@ def _analyze(
             f"({malformed_lines} malformed lines{example})"
         )
     event_count = int(counts["records"])
-    with progress.step("planning the tables"):  # driver only: tens of seconds on a loaded machine
+    with progress.step("planning the tables"):  # and computing the shared frames (materialized in build)
         events = job.records(scanned)
         span = job.Span(float(counts["first_ts"]), float(counts["last_ts"]), int(counts["groups"] or 1))
         tables = job.build(scanned, events, options, malformed=malformed_lines > 0, span=span)
@@ -259,7 +259,7 @@ def _analyze(
     if out is not None:
         for name, frame in tables.as_dict().items():
             with progress.step(f"table {name}"):
-                frame.write.mode("overwrite").parquet(f"{out}/{name}")
+                frame.write.mode("overwrite").options(**job.write_options(name)).parquet(f"{out}/{name}")
         # From here on (the summary, the report, the caller) the written tables are read: a filtered
         # Parquet scan reads a few columns, where the plan's frames would decode whole cached rows
         # and place each in its window again. Read with the schema they were written with: without it

@@ -60,13 +60,18 @@ def test_the_page_gives_job_over_floor_with_the_fixed_costs_and_issue_30s_target
     met = "\n".join(_analytics_fleet(_with_floor(0.1, 30.0, 6.0), set()))
     assert "## Fleet analytics (scale 0.1, loaded machine)" in met
     assert "1,234,567 rows): 6 s; **job / floor 5.0**. Target: job within 6x its floor: **met**." in met
-    assert "planning 3 s, report 5 s; the tables (computed and written, every write) 20 s" in met
+    assert (
+        "before the job and outside its ratio. Work inside the job: planning the tables 3 s, the tables "
+        "written 20 s, the report (plots on the driver) 5 s." in met
+    )
     assert "Executor CPU" not in met, "runs before the CPU figures say nothing of it"
     cpu = _with_floor(0.1, 30.0, 6.0)
     cpu = msgspec.structs.replace(
         cpu, timings=msgspec.structs.replace(cpu.timings, job_cpu_s=22.4, floor_cpu_s=2.3)
     )
-    assert "job 22.4 s, floor 2.3 s, **job / floor 9.7** in CPU." in "\n".join(_analytics_fleet(cpu, set()))
+    with_cpu = "\n".join(_analytics_fleet(cpu, set()))
+    assert "job 22.4 s, floor 2.3 s, **job / floor 9.7** in CPU." in with_cpu
+    assert "Work inside the job: the shared frames (" in with_cpu, "the planning step is work, not fixed"
     missed = "\n".join(_analytics_fleet(_with_floor(1.0, 50.0, 10.0), set()))
     assert "**job / floor 5.0**. Target: job within 4x its floor: **not met**." in missed
     # a run from before the floor was measured (its fields at their defaults), whatever is committed now

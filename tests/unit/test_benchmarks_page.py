@@ -124,3 +124,18 @@ def test_the_rolling_bounce_timeline_reaches_the_page() -> None:
         "![rolling bounce: each restart's steps per mode](../benchmarks/results/rolling_bounce_timeline.png)"
         in page
     )
+
+
+def test_fleet_analytics_calls_only_sparks_start_fixed() -> None:
+    """The planning step computes the shared frames (the ownership sort among them): the page lists it
+    as work beside the tables and the report, and Spark's start alone as fixed."""
+    page = PAGE.read_text()
+    fleet = [line for line in page.splitlines() if line.startswith("Floor (one Spark pass")]
+    assert fleet
+    for line in fleet:
+        fixed, work = line.split("Work inside the job: ")
+        assert "Fixed: Spark start" in fixed
+        assert "planning" not in fixed
+        assert "planning the tables" in work
+        assert "the tables written" in work
+    assert any("the ownership intervals' sort" in line for line in fleet)

@@ -7,6 +7,7 @@ across processes) rather than once per test; each test then reads its group's ro
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from staticconsumer.analytics.job import Options, Placement, Span, deploy_windows, in_window
+from staticconsumer.analytics.job import PLAIN_COLUMNS, Options, Placement, Span, deploy_windows, in_window
 from staticconsumer.analytics.run import Analysis, analyze
 from staticconsumer.analytics.synthetic import SyntheticSession, write_lines
 
@@ -254,6 +255,47 @@ def test_malformed_lines_are_counted_and_skipped(ordered: Analysis) -> None:
 def test_order_of_lines_across_processes_does_not_matter(ordered: Analysis, shuffled: Analysis) -> None:
     assert shuffled.windows == ordered.windows
     assert shuffled.malformed_lines == ordered.malformed_lines
+
+
+def _dictionary_columns(spark: SparkSession, table: Path) -> dict[str, bool]:
+    """Each column of a written table: whether any of its chunks has a Parquet dictionary page."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    found: dict[str, bool] = {}
+    for part in sorted(table.glob("part-*.parquet")):
+        footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+            conf, jvm.org.apache.hadoop.fs.Path(str(part))
+        )
+        for block in footer.getBlocks():
+            for chunk in block.getColumns():
+                name = chunk.getPath().toDotString()
+                found[name] = found.get(name, False) or bool(chunk.hasDictionaryPage())
+    return found
+
+
+def test_written_tables_read_back_the_same_rows_with_plain_high_cardinality_columns(
+    spark: SparkSession, ordered: Analysis, tmp_path: Path
+) -> None:
+    """The large tables' ids and times are written without dictionaries (their write's main cost);
+    what a reader gets back is the job's rows, value for value."""
+    (tmp_path / "log").mkdir()
+    written = analyze(
+        [str(_write_log(tmp_path / "log", shuffled=False))],
+        tmp_path / "out",
+        spark=spark,
+        options=Options(deploy_gap_seconds=DEPLOY_GAP, skew_tolerance_seconds=SKEW_TOLERANCE),
+        report=False,
+    )
+    for name in ("ownership", "gaps", "overlaps", "moves", "sessions"):
+        mine = getattr(written.tables, name)
+        theirs = getattr(ordered.tables, name)
+        assert Counter(map(tuple, mine.collect())) == Counter(map(tuple, theirs.collect())), name
+    assert written.windows == ordered.windows
+    for name, plain in PLAIN_COLUMNS.items():
+        dictionaries = _dictionary_columns(spark, tmp_path / "out" / name)
+        assert dictionaries, name
+        assert not any(dictionaries[column] for column in plain), (name, dictionaries)
+    assert _dictionary_columns(spark, tmp_path / "out" / "ownership")["group"]
 
 
 @pytest.mark.parametrize(

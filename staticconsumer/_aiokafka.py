@@ -650,8 +650,7 @@ def _own_metadata_request(
     (quiet; 3.7 ms at load 9) in every start before its JoinGroup, ours ~1.2 ms less (issue 27)."""
     from staticconsumer.protocol.metadata import MetadataRequest, MetadataRequestTopic
 
-    supported = versions.get(3)
-    if supported is None or supported[1] < MetadataRequest.MIN_VERSION:
+    if not _speaks_own_metadata(versions):
         return None
     topics = [MetadataRequestTopic(name=name) for name in named]
     return ProtocolRequest(MetadataRequest(topics, allow_auto_topic_creation=False))
@@ -676,10 +675,11 @@ async def read_metadata(conn: Any, topics: list[str] | None) -> Any:
     return _MetadataRows.of(_unwrap(ours, await conn.send(ours)).response_as(OwnMetadataResponse))
 
 
-def _reads_metadata_v10(conn: Any) -> bool:
+def _speaks_own_metadata(versions: Mapping[int, tuple[int, int]]) -> bool:
+    """Whether a broker with these ApiVersions answers the Metadata version our codec reads (v10+)."""
     from staticconsumer.protocol.metadata import MetadataRequest
 
-    supported = connection_versions(conn).get(3)
+    supported = versions.get(3)
     return supported is not None and supported[1] >= MetadataRequest.MIN_VERSION
 
 
@@ -1242,7 +1242,11 @@ def _bounded() -> tuple[Any, Any, Any]:
             a fleet's every client at once) go out as ours and are read by our codec from Kafka 2.8's v10
             on: a 600-partition topic in ~0.6 ms instead of aiokafka's ~2.1 ms (issue 27). The answer has
             the shape aiokafka applies; anything else, and an older broker, is aiokafka's own."""
-            if expect_response and type(request) is TheirMetadataRequest and _reads_metadata_v10(self):
+            if (
+                expect_response
+                and type(request) is TheirMetadataRequest
+                and _speaks_own_metadata(connection_versions(self))
+            ):
                 topics = [] if _refresh_without_topics.get() else request._topics
                 return self._read_metadata(None if topics is None else list(topics))
             return super().send(request, expect_response)

@@ -8,7 +8,9 @@ loads KIP-848's or the admin messages). :func:`spec_for_key` imports one API's m
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
+
+import msgspec
 
 if TYPE_CHECKING:
     from staticconsumer.protocol._base import Message
@@ -64,8 +66,10 @@ def api_name(key: int) -> str:
     return API_NAMES.get(key, f"api key {key}")
 
 
-class ApiSpec(NamedTuple):
+class ApiSpec(msgspec.Struct, frozen=True):
     """One API: its key, our request/response classes and the version range we implement.
+
+    A Struct, not a ``NamedTuple`` (~15 us to define against ~125, on the import path); read by name only.
 
     ``default_max_version`` is the highest version sent when the caller sets no ``max_version``
     (below ``max_version`` only for OffsetCommit/OffsetFetch, whose v10 needs topic ids).

@@ -34,11 +34,11 @@ import struct
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
 import msgspec
 
-from staticconsumer.connection.ratelimit import CauseLog
+from staticconsumer.connection import CauseLog
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
     DecodeError,
@@ -47,14 +47,14 @@ from staticconsumer.errors import (
     ProtocolError,
     ResponseTooLargeError,
 )
-from staticconsumer.protocol._base import Message
-from staticconsumer.protocol._codec import TaggedFields
-from staticconsumer.protocol.api_keys import ApiSpec, api_name, spec_for_key
-from staticconsumer.protocol.headers import (
+from staticconsumer.protocol._base import (
+    Message,
     RequestHeader,
     decode_response_header,
     encode_request_header,
 )
+from staticconsumer.protocol._codec import TaggedFields
+from staticconsumer.protocol.api_keys import ApiSpec, api_name, spec_for_key
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -301,8 +301,9 @@ def negotiated_version(
 # -- What the consumer driver needs from aiokafka's client (metadata, nodes) --------------------------
 
 
-class PartitionReplicas(NamedTuple):
-    """One partition as cluster metadata shows it: its number and the racks of its replicas."""
+class PartitionReplicas(msgspec.Struct, frozen=True):
+    """One partition as cluster metadata shows it: its number and the racks of its replicas (a Struct:
+    ~15 us to define against ~90 for a ``NamedTuple``, on the import path; nothing unpacks it)."""
 
     partition: int
     replica_racks: frozenset[str]
@@ -508,7 +509,7 @@ class ProbeFailure(msgspec.Struct, frozen=True):
     message: str
 
 
-class ProbeAnswer(NamedTuple):
+class ProbeAnswer(msgspec.Struct, frozen=True):
     """A broker that answered a probe, with its Metadata response (for :func:`adopt_bootstrap`)."""
 
     response: Any

@@ -31,8 +31,7 @@ from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import MembershipObserver, TopicPartition
 from staticconsumer.protocol import Message
 from staticconsumer.settings import Settings
-from staticconsumer.telemetry.deferred import NO_PROCESSING, NoProcessing
-from staticconsumer.telemetry.fetcher import uninstrumented
+from staticconsumer.telemetry import NO_PROCESSING, NoProcessing, uninstrumented
 
 NOT_STARTED = "the consumer is not running: call start() first, or it was stopped"
 

@@ -26,7 +26,7 @@ from staticconsumer import _aiokafka
 from staticconsumer.errors import IllegalStateError
 from staticconsumer.listener import ListenerCall, call_listener
 from staticconsumer.membership import OffsetAndMetadata, ReleaseReason, TopicPartition
-from staticconsumer.runtime.owner import MemberSnapshot
+from staticconsumer.runtime import MemberSnapshot
 
 Partitions = frozenset[TopicPartition]
 Records = dict[TopicPartition, list[ConsumerRecord[Any, Any]]]

@@ -36,12 +36,17 @@ from staticconsumer.errors import (
 )
 from staticconsumer.listener import ConsumerRebalanceListener
 from staticconsumer.membership import OffsetAndMetadata, TopicPartition
-from staticconsumer.runtime.subscription import Subscription
-from staticconsumer.settings import Settings
-from staticconsumer.settings._strategy import rebalance_protocol_of, translate_assignment_strategy
-from staticconsumer.telemetry import caller_context, record_tracer, telemetry_observers
-from staticconsumer.telemetry.deferred import NO_PROCESSING, DeferredRecordTracer, NoProcessing
-from staticconsumer.telemetry.fetcher import uninstrumented
+from staticconsumer.runtime import Subscription
+from staticconsumer.settings import Settings, rebalance_protocol_of, translate_assignment_strategy
+from staticconsumer.telemetry import (
+    NO_PROCESSING,
+    DeferredRecordTracer,
+    NoProcessing,
+    caller_context,
+    record_tracer,
+    telemetry_observers,
+    uninstrumented,
+)
 
 if TYPE_CHECKING:
     from staticconsumer.eventlog import EventLog

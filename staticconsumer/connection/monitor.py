@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from staticconsumer import _aiokafka
-from staticconsumer.connection.ratelimit import CauseLog
+from staticconsumer.connection import CauseLog
 
 log = logging.getLogger(__name__)
 

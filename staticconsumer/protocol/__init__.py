@@ -28,10 +28,19 @@ if TYPE_CHECKING:
         encode_cooperative_user_data,
         encode_sticky_user_data,
     )
-    from staticconsumer.protocol._base import (
+    from staticconsumer.protocol._base import (  # the headers
         AUTHORIZED_OPERATIONS_OMITTED,
         REASON_MAX_CHARS,
         Message,
+        RequestHeader,
+        ResponseHeader,
+        decode_request_header,
+        decode_response,
+        decode_response_header,
+        encode_request,
+        encode_request_header,
+        encode_response,
+        frame,
         truncate_reason,
     )
     from staticconsumer.protocol._codec import ZERO_UUID, TaggedFields, parse_uuid_text, uuid_text
@@ -100,17 +109,6 @@ if TYPE_CHECKING:
         SyncGroupRequest,
         SyncGroupRequestAssignment,
         SyncGroupResponse,
-    )
-    from staticconsumer.protocol.headers import (
-        RequestHeader,
-        ResponseHeader,
-        decode_request_header,
-        decode_response,
-        decode_response_header,
-        encode_request,
-        encode_request_header,
-        encode_response,
-        frame,
     )
     from staticconsumer.protocol.metadata import (
         MetadataRequest,
@@ -202,15 +200,15 @@ _MODULE_OF_NAME: dict[str, str] = {
     "SyncGroupRequest": "group",
     "SyncGroupRequestAssignment": "group",
     "SyncGroupResponse": "group",
-    "RequestHeader": "headers",
-    "ResponseHeader": "headers",
-    "decode_request_header": "headers",
-    "decode_response": "headers",
-    "decode_response_header": "headers",
-    "encode_request": "headers",
-    "encode_request_header": "headers",
-    "encode_response": "headers",
-    "frame": "headers",
+    "RequestHeader": "_base",
+    "ResponseHeader": "_base",
+    "decode_request_header": "_base",
+    "decode_response": "_base",
+    "decode_response_header": "_base",
+    "encode_request": "_base",
+    "encode_request_header": "_base",
+    "encode_response": "_base",
+    "frame": "_base",
     "MetadataRequest": "metadata",
     "MetadataRequestTopic": "metadata",
     "MetadataResponse": "metadata",

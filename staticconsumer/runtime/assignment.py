@@ -7,7 +7,7 @@ plan and retry instead of ending the consumer.
 
 Which rebalance protocol a member follows is decided from its assignors when a consumer is built, as
 Java's ConsumerCoordinator decides it: ``rebalance_protocol_of``, defined in
-``staticconsumer.settings._strategy`` (loaded by ``import staticconsumer``, this module is not).
+``staticconsumer.settings`` (loaded by ``import staticconsumer``, this module is not).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from staticconsumer import errors as _errors  # AssignorError: defined on first 
 from staticconsumer._aiokafka import PartitionReplicas
 from staticconsumer.membership import JoinGroupMember, TopicPartition
 from staticconsumer.protocol import Assignment, Subscription, TopicPartitions, assigned_partitions
-from staticconsumer.settings._strategy import rebalance_protocol_of as rebalance_protocol_of
+from staticconsumer.settings import rebalance_protocol_of as rebalance_protocol_of
 
 
 def decode_members(members: Sequence[JoinGroupMember]) -> list[assignor_lib.Member]:

@@ -53,14 +53,14 @@ from staticconsumer.protocol import (
     TopicPartitions,
     subscribed_topics,
 )
+from staticconsumer.runtime import MemberSnapshot, PartitionOwner
+from staticconsumer.runtime import Subscription as Topics
 
 from .assignment import compute_assignment, decode_assignment, decode_members, topic_infos
 from .duties import LeaderDuties
 from .metadata import TopicMetadata, TopicReplicas
 from .offsets import fetch_committed
-from .owner import MemberSnapshot, PartitionOwner
 from .requests import REQUESTS, RequestSpec
-from .subscription import Subscription as Topics
 
 if TYPE_CHECKING:
     from uuid import UUID

@@ -52,10 +52,10 @@ from staticconsumer.errors import (
 from staticconsumer.protocol import coordinator as _coordinator  # noqa: F401  (the probe's FindCoordinator)
 from staticconsumer.protocol._codec import uuid_text
 from staticconsumer.protocol.api_keys import api_name
-from staticconsumer.settings._strategy import rebalance_protocol_of
+from staticconsumer.runtime import MemberSnapshot
+from staticconsumer.settings import rebalance_protocol_of
 
 from . import loop_thread
-from .owner import MemberSnapshot
 
 if TYPE_CHECKING:
     import assignors as assignor_lib
@@ -70,12 +70,11 @@ if TYPE_CHECKING:
         events,
     )
     from staticconsumer.protocol import Message
+    from staticconsumer.runtime import PartitionOwner, Partitions, Subscription
     from staticconsumer.settings import Settings
 
     from .instance_lock import InstanceLock
     from .loop import MembershipLoop
-    from .owner import PartitionOwner, Partitions
-    from .subscription import Subscription
     from .topics import TopicWatch
 
 # The probe's modules are imported above, with this module, before the thread runs.

@@ -16,9 +16,8 @@ from collections.abc import Callable, Collection
 from staticconsumer import _aiokafka
 from staticconsumer.connection import MissingTopics, TopicsChange, topic_authorization_error
 from staticconsumer.errors import ErrorCode, MissingTopicsError, TopicAuthorizationFailedError
+from staticconsumer.runtime import Subscription
 from staticconsumer.settings import Settings
-
-from .subscription import Subscription
 
 log = logging.getLogger("staticconsumer.runtime")
 

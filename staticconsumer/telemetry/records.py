@@ -38,9 +38,9 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.util.types import AttributeValue
 
 from staticconsumer.errors import BrokerError
+from staticconsumer.telemetry import RecordLoop
 
 from . import attributes as a
-from .deferred import RecordLoop
 from .instruments import LagCallback, instruments_for, version
 from .sampling import GENERIC, is_default_w3c, read_w3c
 

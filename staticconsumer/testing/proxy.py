@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from staticconsumer.protocol import APIS_BY_KEY, Message
-from staticconsumer.protocol.headers import decode_response, encode_response
+from staticconsumer.protocol._base import decode_response, encode_response
 
 _T = TypeVar("_T")
 

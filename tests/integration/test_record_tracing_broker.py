@@ -22,9 +22,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from staticconsumer.telemetry import RecordTracer
+from staticconsumer.telemetry import RecordTracer, UninstrumentedFetcher, is_wrapped
 from staticconsumer.telemetry import attributes as a
-from staticconsumer.telemetry.fetcher import UninstrumentedFetcher, is_wrapped
 from staticconsumer.testing import EmbeddedKafka
 
 pytestmark = pytest.mark.kafka

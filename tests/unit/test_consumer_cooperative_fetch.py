@@ -17,7 +17,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 from staticconsumer.consumer import StaticConsumer
 from staticconsumer.membership import MemberState, ReleaseReason, TopicPartition
-from staticconsumer.runtime.owner import MemberSnapshot
+from staticconsumer.runtime import MemberSnapshot
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 

@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaClient, AIOKafkaConsumer
 
 from staticconsumer import StaticConsumer
 from staticconsumer.errors import SettingsError
-from staticconsumer.runtime.subscription import Subscription
+from staticconsumer.runtime import Subscription
 from staticconsumer.settings import SETTINGS, SPEC_BY_FIELD, Settings
 
 MINIMAL = {"bootstrap_servers": "k:9092", "group_id": "billing"}

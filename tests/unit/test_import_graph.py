@@ -24,7 +24,7 @@ KNOWN_DEFERRED_CYCLES: tuple[frozenset[str], ...] = (
     # __init__ imports the consumer, whose membership thread builds the telemetry observer.
     frozenset({
         "staticconsumer", "staticconsumer._groupless", "staticconsumer.consumer",
-        "staticconsumer.runtime.thread", "staticconsumer.telemetry", "staticconsumer.telemetry.deferred",
+        "staticconsumer.runtime.thread", "staticconsumer.telemetry",
         "staticconsumer.telemetry.instruments", "staticconsumer.telemetry.observer",
         "staticconsumer.telemetry.records", "staticconsumer.telemetry.topics",
     }),

@@ -14,7 +14,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 from staticconsumer._partitions import ApplicationPartitions
 from staticconsumer.consumer import POLL_TICK, StaticConsumer
 from staticconsumer.membership import MemberState, TopicPartition
-from staticconsumer.runtime.owner import MemberSnapshot
+from staticconsumer.runtime import MemberSnapshot
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from aiokafka.errors import RequestTimedOutError
 
-from staticconsumer.connection import ConnectionMonitor, ConnectionState
-from staticconsumer.connection.ratelimit import CauseLog
+from staticconsumer.connection import CauseLog, ConnectionMonitor, ConnectionState
 
 
 @dataclass

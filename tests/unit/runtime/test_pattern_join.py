@@ -13,8 +13,8 @@ from staticconsumer import _aiokafka
 from staticconsumer.membership import RebalanceProtocol, actions
 from staticconsumer.membership.types import RequestToken
 from staticconsumer.protocol import subscribed_topics
+from staticconsumer.runtime import Subscription
 from staticconsumer.runtime.loop import MembershipLoop
-from staticconsumer.runtime.subscription import Subscription
 
 
 def pattern_loop() -> MembershipLoop:

@@ -3,7 +3,7 @@ broker-side regex), not aiokafka's prefix match; ``pattern + ".*"`` gives aiokaf
 
 from __future__ import annotations
 
-from staticconsumer.runtime.subscription import Subscription
+from staticconsumer.runtime import Subscription
 
 TOPICS = ("orders", "orders-eu", "old-orders", "__consumer_offsets")
 

@@ -14,7 +14,7 @@ import pytest
 
 import assignors
 from staticconsumer.errors import InvalidSessionTimeoutError
-from staticconsumer.runtime.subscription import Subscription
+from staticconsumer.runtime import Subscription
 from staticconsumer.runtime.thread import EXPLAINED_KEPT, MembershipThread
 from staticconsumer.settings import Settings
 

@@ -10,7 +10,7 @@ from aiokafka import AIOKafkaConsumer
 from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 
-from staticconsumer.telemetry import fetcher
+from staticconsumer import telemetry as fetcher
 
 
 @pytest.fixture

@@ -16,8 +16,13 @@ import textwrap
 from aiokafka.structs import TopicPartition
 from record_harness import Sdk, record
 
-from staticconsumer.telemetry import DeferredRecordTracer, RecordTracer, record_tracer
-from staticconsumer.telemetry.deferred import NO_PROCESSING, RecordLoop
+from staticconsumer.telemetry import (
+    NO_PROCESSING,
+    DeferredRecordTracer,
+    RecordLoop,
+    RecordTracer,
+    record_tracer,
+)
 
 ORDERS_0 = TopicPartition("orders", 0)
 
@@ -112,7 +117,7 @@ LATE_SDK = textwrap.dedent(
     from aiokafka import ConsumerRecord
     import staticconsumer
     from staticconsumer.membership import MemberState, TopicPartition
-    from staticconsumer.runtime.owner import MemberSnapshot
+    from staticconsumer.runtime import MemberSnapshot
 
     TP = TopicPartition("orders", 0)
 

@@ -16,7 +16,7 @@ import operator
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
@@ -476,14 +476,16 @@ class ApplicationPartitions:
             fetcher.pause(*(_kafka(tp) for tp in paused))
 
 
-class LoopTracer(Protocol):
-    """What a ``RecordIteration`` tells about records: ``RecordTracer`` or ``DeferredRecordTracer``."""
+if TYPE_CHECKING:  # a Protocol only type checkers read: no class to build at import (issue 26)
 
-    per_record: bool
+    class LoopTracer(Protocol):
+        """What a ``RecordIteration`` tells about records: ``RecordTracer`` or ``DeferredRecordTracer``."""
 
-    def delivered(self, record: Any) -> None: ...
+        per_record: bool
 
-    def loop_left(self) -> None: ...
+        def delivered(self, record: Any) -> None: ...
+
+        def loop_left(self) -> None: ...
 
 
 class RecordIteration:

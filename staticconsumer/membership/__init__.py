@@ -12,32 +12,30 @@ from typing import TYPE_CHECKING, Any
 from staticconsumer.errors import CommitFailedError, OffsetRegressionError
 
 from .types import (
+    MAX_GROUP_INSTANCE_ID_LENGTH,
     NO_GENERATION,
     NO_MEMBER_ID,
+    AssignmentDecoder,
     FailureKind,
     GroupProtocol,
     IdPartitions,
     InstanceEvidence,
     JoinGroupMember,
+    MembershipConfig,
     MemberState,
     OffsetAndMetadata,
     RebalanceProtocol,
     ReleaseReason,
     RequestToken,
+    SubscriptionDecoder,
     TopicPartition,
+    validate_group_instance_id,
 )
 
 if TYPE_CHECKING:
     from . import actions, events, rules
     from .backoff import Backoff
     from .classic import ClassicMachine
-    from .config import (
-        MAX_GROUP_INSTANCE_ID_LENGTH,
-        AssignmentDecoder,
-        MembershipConfig,
-        SubscriptionDecoder,
-        validate_group_instance_id,
-    )
     from .consumer_group import ConsumerGroupMachine
     from .machine import AnyMachine, MembershipMachine, new_machine
     from .observe import MembershipObserver, MemberView, Milestone
@@ -47,11 +45,6 @@ else:
         "events": "",
         "rules": "",
         "Backoff": ".backoff",
-        "MAX_GROUP_INSTANCE_ID_LENGTH": ".config",
-        "AssignmentDecoder": ".config",
-        "MembershipConfig": ".config",
-        "SubscriptionDecoder": ".config",
-        "validate_group_instance_id": ".config",
         "ClassicMachine": ".classic",
         "ConsumerGroupMachine": ".consumer_group",
         "AnyMachine": ".machine",

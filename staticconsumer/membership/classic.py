@@ -27,7 +27,6 @@ from staticconsumer.protocol._base import truncate_reason
 from . import actions as act
 from . import events as ev
 from . import rules
-from .config import MembershipConfig
 from .core import Answer, MachineCore
 from .core import Life as _Life
 from .inflight import Request, RequestKind
@@ -39,6 +38,7 @@ from .types import (
     NO_MEMBER_ID,
     GroupProtocol,
     JoinGroupMember,
+    MembershipConfig,
     MemberState,
     ReleaseReason,
     RequestToken,

@@ -48,7 +48,6 @@ from . import actions as act
 from . import events as ev
 from . import rules
 from .commits import PendingCommit
-from .config import MembershipConfig
 from .core import Answer, MachineCore
 from .core import Life as _Life
 from .inflight import Request, RequestKind
@@ -59,6 +58,7 @@ from .types import (
     NO_MEMBER_ID,
     IdPartitions,
     InstanceEvidence,
+    MembershipConfig,
     MemberState,
     ReleaseReason,
     RequestToken,

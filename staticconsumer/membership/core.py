@@ -34,7 +34,6 @@ from . import events as ev
 from . import rules
 from .backoff import Backoff
 from .commits import CommitBook, PendingCommit, verdict_error
-from .config import MembershipConfig
 from .coordinator import CoordinatorLookup
 from .inflight import InFlight, Request, RequestKind
 from .observe import Milestone
@@ -43,6 +42,7 @@ from .rules import Step, Verdict, code_name
 from .types import (
     NO_MEMBER_ID,
     FailureKind,
+    MembershipConfig,
     MemberState,
     OffsetAndMetadata,
     ReleaseReason,

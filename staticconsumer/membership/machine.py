@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from .config import MembershipConfig
 from .reconcile import RebalanceProtocol
-from .types import InstanceEvidence
+from .types import InstanceEvidence, MembershipConfig
 
 if TYPE_CHECKING:
     from .classic import ClassicMachine

@@ -14,8 +14,7 @@ from typing import Protocol
 import msgspec
 
 from . import actions, events
-from .config import MembershipConfig
-from .types import MemberState, TopicPartition
+from .types import MembershipConfig, MemberState, TopicPartition
 
 
 class Milestone(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
@@ -50,33 +50,35 @@ class MemberSnapshot(msgspec.Struct, frozen=True):
     """The topics subscribed at the last step (for a pattern, those it matched)."""
 
 
-class PartitionOwner(Protocol):
-    def stop_fetching(self, partitions: Partitions | None) -> None:
-        """Stop fetching these partitions now (None: all) and drop their buffered records; keep their
-        consumed positions until the revoke that follows has collected them."""
+if TYPE_CHECKING:  # a Protocol only type checkers read: no class to build at import (issue 26)
 
-    async def revoke(
-        self, partitions: Partitions, reason: ReleaseReason, collect_positions: bool
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Run ``on_partitions_revoked`` and forget the partitions; return their consumed positions when
-        ``collect_positions`` (auto-commit), so the membership commits them before moving on."""
+    class PartitionOwner(Protocol):
+        def stop_fetching(self, partitions: Partitions | None) -> None:
+            """Stop fetching these partitions now (None: all) and drop their buffered records; keep their
+            consumed positions until the revoke that follows has collected them."""
 
-    async def lose(self, partitions: Partitions, reason: ReleaseReason) -> None:
-        """Forget the partitions without committing (another member may own them) and run
-        ``on_partitions_lost``."""
+        async def revoke(
+            self, partitions: Partitions, reason: ReleaseReason, collect_positions: bool
+        ) -> dict[TopicPartition, OffsetAndMetadata]:
+            """Run ``on_partitions_revoked`` and forget the partitions; return their consumed positions when
+            ``collect_positions`` (auto-commit), so the membership commits them before moving on."""
 
-    async def assign(
-        self,
-        partitions: Partitions,
-        owned: Partitions,
-        generation: int,
-        committed: Mapping[TopicPartition, int],
-    ) -> None:
-        """Start fetching the new ``partitions`` from ``committed`` (-1: the reset policy), leave the rest of
-        ``owned`` untouched, and run ``on_partitions_assigned(partitions)``."""
+        async def lose(self, partitions: Partitions, reason: ReleaseReason) -> None:
+            """Forget the partitions without committing (another member may own them) and run
+            ``on_partitions_lost``."""
 
-    def membership_changed(self, snapshot: MemberSnapshot) -> None:
-        """The snapshot changed (identity, state, assignment, or a fatal error to raise from now on)."""
+        async def assign(
+            self,
+            partitions: Partitions,
+            owned: Partitions,
+            generation: int,
+            committed: Mapping[TopicPartition, int],
+        ) -> None:
+            """Start fetching the new ``partitions`` from ``committed`` (-1: the reset policy), leave the
+            rest of ``owned`` untouched, and run ``on_partitions_assigned(partitions)``."""
+
+        def membership_changed(self, snapshot: MemberSnapshot) -> None:
+            """The snapshot changed (identity, state, assignment, or a fatal error to raise from now on)."""
 
 
 # -- What this member subscribes to (was runtime.subscription) ------------------------------------------

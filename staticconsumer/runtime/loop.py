@@ -53,7 +53,7 @@ from staticconsumer.protocol import (
     TopicPartitions,
     subscribed_topics,
 )
-from staticconsumer.runtime import MemberSnapshot, PartitionOwner
+from staticconsumer.runtime import MemberSnapshot
 from staticconsumer.runtime import Subscription as Topics
 
 from .assignment import compute_assignment, decode_assignment, decode_members, topic_infos
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from staticconsumer.membership import AnyMachine
+    from staticconsumer.runtime import PartitionOwner
 
 log = logging.getLogger("staticconsumer.runtime")
 

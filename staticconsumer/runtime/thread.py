@@ -772,7 +772,7 @@ class MembershipThread:
 
     def _membership_config(self) -> MembershipConfig:
         """The machine's view of the settings, with the runtime's codecs (loaded after the probe)."""
-        from staticconsumer.membership.config import MembershipConfig
+        from staticconsumer.membership.types import MembershipConfig
         from staticconsumer.protocol.consumer import subscribed_topics
 
         from .assignment import decode_assignment

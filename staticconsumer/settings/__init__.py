@@ -36,7 +36,7 @@ from staticconsumer.errors import (
     SettingProblem,
     SettingsError,
 )
-from staticconsumer.membership.config import (
+from staticconsumer.membership.types import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
     DEFAULT_MAX_POLL_INTERVAL_MS,
     DEFAULT_REQUEST_TIMEOUT_MS,
@@ -44,10 +44,10 @@ from staticconsumer.membership.config import (
     DEFAULT_RETRY_BACKOFF_MS,
     DEFAULT_SESSION_TIMEOUT_MS,
     MAX_GROUP_INSTANCE_ID_LENGTH,
+    RebalanceProtocol,
     heartbeat_interval_problem,
     validate_group_instance_id,
 )
-from staticconsumer.membership.types import RebalanceProtocol
 
 if TYPE_CHECKING:
     import assignors as assignor_lib

@@ -77,14 +77,16 @@ def caller_context() -> Context | None:
     return current()
 
 
-class _LoopTracer(Protocol):
-    """What a ``RecordLoop`` calls: ``RecordTracer`` or ``DeferredRecordTracer``."""
+if TYPE_CHECKING:  # a Protocol only type checkers read: no class to build at import (issue 26)
 
-    per_record: bool
+    class _LoopTracer(Protocol):
+        """What a ``RecordLoop`` calls: ``RecordTracer`` or ``DeferredRecordTracer``."""
 
-    def delivered(self, record: Any) -> None: ...
+        per_record: bool
 
-    def loop_left(self) -> None: ...
+        def delivered(self, record: Any) -> None: ...
+
+        def loop_left(self) -> None: ...
 
 
 class RecordLoop(Generic[T]):

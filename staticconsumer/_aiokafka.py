@@ -50,10 +50,10 @@ from staticconsumer.errors import (
 from staticconsumer.protocol._base import (
     Message,
     RequestHeader,
+    TaggedFields,
     decode_response_header,
     encode_request_header,
 )
-from staticconsumer.protocol._codec import TaggedFields
 from staticconsumer.protocol.api_keys import ApiSpec, api_name, spec_for_key
 
 if TYPE_CHECKING:

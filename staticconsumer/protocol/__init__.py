@@ -31,9 +31,11 @@ if TYPE_CHECKING:
     from staticconsumer.protocol._base import (  # the headers
         AUTHORIZED_OPERATIONS_OMITTED,
         REASON_MAX_CHARS,
+        ZERO_UUID,
         Message,
         RequestHeader,
         ResponseHeader,
+        TaggedFields,
         decode_request_header,
         decode_response,
         decode_response_header,
@@ -41,9 +43,10 @@ if TYPE_CHECKING:
         encode_request_header,
         encode_response,
         frame,
+        parse_uuid_text,
         truncate_reason,
+        uuid_text,
     )
-    from staticconsumer.protocol._codec import ZERO_UUID, TaggedFields, parse_uuid_text, uuid_text
     from staticconsumer.protocol.admin import (
         AclCreation,
         AclCreationResult,
@@ -140,10 +143,10 @@ _MODULE_OF_NAME: dict[str, str] = {
     "REASON_MAX_CHARS": "_base",
     "Message": "_base",
     "truncate_reason": "_base",
-    "ZERO_UUID": "_codec",
-    "TaggedFields": "_codec",
-    "parse_uuid_text": "_codec",
-    "uuid_text": "_codec",
+    "ZERO_UUID": "_base",
+    "TaggedFields": "_base",
+    "parse_uuid_text": "_base",
+    "uuid_text": "_base",
     "AclCreation": "admin",
     "AclCreationResult": "admin",
     "CreateAclsRequest": "admin",

@@ -12,8 +12,7 @@ from typing import ClassVar, Self
 
 import msgspec
 
-from staticconsumer.protocol._base import Message, refuse
-from staticconsumer.protocol._codec import ClassicReader, ClassicWriter, TaggedFields
+from staticconsumer.protocol._base import ClassicReader, ClassicWriter, Message, TaggedFields, refuse
 
 # ------------------------------------------------------------------------------------------ ListGroups
 

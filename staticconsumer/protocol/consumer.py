@@ -15,7 +15,7 @@ import msgspec
 
 from staticconsumer import errors as _errors  # ApiVersionOutOfRangeError: defined on first use
 from staticconsumer.errors import DecodeError, EncodeError
-from staticconsumer.protocol._codec import ClassicReader, ClassicWriter
+from staticconsumer.protocol._base import ClassicReader, ClassicWriter
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 MAX_PAYLOAD_VERSION = 3

@@ -12,8 +12,15 @@ from uuid import UUID
 
 import msgspec
 
-from staticconsumer.protocol._base import AUTHORIZED_OPERATIONS_OMITTED, Message, refuse
-from staticconsumer.protocol._codec import ZERO_UUID, ClassicReader, ClassicWriter, TaggedFields
+from staticconsumer.protocol._base import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    ZERO_UUID,
+    ClassicReader,
+    ClassicWriter,
+    Message,
+    TaggedFields,
+    refuse,
+)
 
 JOIN_EPOCH = 0
 """MemberEpoch of a join (or a rejoin after being fenced)."""

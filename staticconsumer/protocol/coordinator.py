@@ -7,8 +7,7 @@ from typing import ClassVar, Self
 import msgspec
 
 from staticconsumer.errors import EncodeError
-from staticconsumer.protocol._base import Message, refuse
-from staticconsumer.protocol._codec import ClassicReader, ClassicWriter, TaggedFields
+from staticconsumer.protocol._base import ClassicReader, ClassicWriter, Message, TaggedFields, refuse
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1

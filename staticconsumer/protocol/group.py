@@ -13,15 +13,18 @@ from typing import ClassVar, Self
 import msgspec
 
 from staticconsumer.errors import DecodeError, EncodeError
-from staticconsumer.protocol._base import AUTHORIZED_OPERATIONS_OMITTED, Message, refuse, truncate_reason
-from staticconsumer.protocol._codec import (
+from staticconsumer.protocol._base import (
+    AUTHORIZED_OPERATIONS_OMITTED,
     SMALL_UVARINT,
     ClassicReader,
     ClassicWriter,
     FlexWriter,
+    Message,
     TaggedFields,
     pack_i16,
     pack_i32,
+    refuse,
+    truncate_reason,
     unpack_i16,
     unpack_i32,
     uvarint_bytes,

@@ -16,8 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 import msgspec.inspect as mi
 
-from staticconsumer.protocol._base import Message
-from staticconsumer.protocol._codec import parse_uuid_text, uuid_text
+from staticconsumer.protocol._base import Message, parse_uuid_text, uuid_text
 from staticconsumer.protocol.group import LeaveGroupRequest, MemberIdentity
 
 S = TypeVar("S", bound=msgspec.Struct)

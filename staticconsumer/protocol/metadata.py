@@ -14,8 +14,15 @@ from uuid import UUID
 import msgspec
 
 from staticconsumer.errors import EncodeError
-from staticconsumer.protocol._base import AUTHORIZED_OPERATIONS_OMITTED, Message, refuse
-from staticconsumer.protocol._codec import ZERO_UUID, ClassicReader, ClassicWriter, TaggedFields
+from staticconsumer.protocol._base import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    ZERO_UUID,
+    ClassicReader,
+    ClassicWriter,
+    Message,
+    TaggedFields,
+    refuse,
+)
 
 
 class MetadataRequestTopic(msgspec.Struct, gc=False):

@@ -16,13 +16,14 @@ from uuid import UUID
 import msgspec
 
 from staticconsumer.errors import DecodeError, EncodeError
-from staticconsumer.protocol._base import Message, refuse
-from staticconsumer.protocol._codec import (
+from staticconsumer.protocol._base import (
     ZERO_UUID,
     ClassicReader,
     ClassicWriter,
     FlexWriter,
+    Message,
     TaggedFields,
+    refuse,
     uvarint_bytes,
 )
 

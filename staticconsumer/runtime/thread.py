@@ -50,7 +50,7 @@ from staticconsumer.errors import (
     broker_error,
 )
 from staticconsumer.protocol import coordinator as _coordinator  # noqa: F401  (the probe's FindCoordinator)
-from staticconsumer.protocol._codec import uuid_text
+from staticconsumer.protocol._base import uuid_text
 from staticconsumer.protocol.api_keys import api_name
 from staticconsumer.runtime import MemberSnapshot
 from staticconsumer.settings import rebalance_protocol_of

@@ -4,6 +4,6 @@ A module of its own because the package is already imported (by ``staticconsumer
 running the package's own code as ``__main__`` would execute it twice and make runpy warn.
 """
 
-from staticconsumer.settings import main
+from staticconsumer.settings._doc import main
 
 raise SystemExit(main())

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from staticconsumer import settings as settings_module
-from staticconsumer.settings import (
-    SETTINGS,
+from staticconsumer.settings import SETTINGS
+from staticconsumer.settings._doc import (
     TABLE_BEGIN,
     TABLE_END,
     generated_table_in,

@@ -13,7 +13,8 @@ import assignors
 from assignors import Assignor, GroupAssignment, Member, MemberAssignment, TopicInfo
 from assignors.registry import BUILT_IN
 from staticconsumer.errors import SettingsError
-from staticconsumer.settings import SPEC_BY_FIELD, Settings, markdown_table
+from staticconsumer.settings import SPEC_BY_FIELD, Settings
+from staticconsumer.settings._doc import markdown_table
 
 
 class Nothing(Assignor):

@@ -74,7 +74,7 @@ async def bootstrap_answered(
     ``adopt_topics=False``: ``client`` takes the answer's brokers but not the topics (the answer still
     carries them): for a client that asks for the partitions it needs itself, as the consumer's
     membership client does, a fleet's 600-partition topic applied costs ~0.6 ms of every start.
-    ``keep_connection=True``: the answer carries its probe's connection, open, bounded as ``client``'s
+    ``keep_connection=True``: the answer carries its probe's connection, open, with ``client``'s settings
     (:attr:`~staticconsumer._aiokafka.ProbeAnswer.connection`), for the caller to hand to ``client``
     (:func:`staticconsumer._aiokafka.adopt_connection`) or close: a starting consumer's join then needs
     no connection of its own when the coordinator is the broker that answered. Every other probe's
@@ -89,10 +89,10 @@ async def bootstrap_answered(
     addresses = _aiokafka.bootstrap_addresses(client)
     client_kwargs = settings.aiokafka_client_kwargs()
     named = sorted(set(topics))
-    keep: tuple[bool, int | None] = (keep_connection, getattr(client, "max_response_bytes", None))
+    keep_for = client if keep_connection else None
     probes = {
         asyncio.create_task(
-            _probe(host, port, settings, client_kwargs, deadline, limit_ms, named, group_id, keep)
+            _probe(host, port, settings, client_kwargs, deadline, limit_ms, named, group_id, keep_for)
         ): (
             host,
             port,
@@ -166,7 +166,7 @@ async def _probe(
     limit_ms: int,
     topics: list[str],
     group_id: str | None = None,
-    keep: tuple[bool, int | None] = (False, None),
+    keep_for: Any = None,
 ) -> ConnectionAttempt | _aiokafka.ProbeAnswer:
     """Its metadata when this server answered as a Kafka broker should; else what went wrong there.
 
@@ -175,8 +175,8 @@ async def _probe(
     probe that answers no round trip of its own. It starts when the probe fails, or once the probe has
     waited :data:`REACH_AFTER_SECONDS` (a tenth of the limit when that is less), not at once: a probe
     answered by then (a start's usual case) never pays it (~0.35 ms of CPU, a resolver thread and a
-    connection the broker accepts and drops, on the way to the join). ``keep``: whether an answer
-    keeps its connection open, and the frame limit of that connection (see
+    connection the broker accepts and drops, on the way to the join). ``keep_for``: the client that may take
+    an answer's connection over, which then stays open, opened with that client's settings (see
     :func:`bootstrap_answered`)."""
     address = f"{host}:{port}"
     failed = asyncio.Event()
@@ -196,8 +196,7 @@ async def _probe(
                     client_kwargs=client_kwargs,
                     topics=topics,
                     group_id=group_id,
-                    keep=keep[0],
-                    max_response_bytes=keep[1],
+                    keep_for=keep_for,
                 )
         except TimeoutError:
             outcome = _aiokafka.ProbeFailure("timeout", "handshake", "no answer")

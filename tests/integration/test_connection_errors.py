@@ -503,6 +503,9 @@ async def test_a_kept_probe_connection_becomes_the_clients_connection_to_the_coo
         assert kept is not None
         assert kept.connected()
         assert _aiokafka.live_nodes(client) == set()
+        # opened as the client opens its own: its request timeout and idle limit, not the probe's
+        assert kept._request_timeout == client._request_timeout_ms / 1000
+        assert kept._max_idle_ms == client._connections_max_idle_ms
         assert _aiokafka.adopt_connection(client, answer, answer.coordinator.node_id)
         assert _aiokafka.live_nodes(client) == {answer.coordinator.node_id}
         await _aiokafka.broker_versions(client, answer.coordinator.node_id)  # as the join asks first

@@ -522,6 +522,9 @@ class ProbeAnswer(msgspec.Struct, frozen=True):
     coordinator: FindCoordinatorResponse | None = None
     """The group's FindCoordinator answer (``probe_broker(group_id=...)``), sent right behind the
     Metadata request on the same connection; None when not asked or not readable (ask again then)."""
+    connection: Any = None
+    """The probe's connection, still open, with ``probe_broker(keep_for=client)``: the caller hands it to its
+    client (:func:`adopt_connection`) or closes it. Never share an answer carrying it with another loop."""
 
     def topic_errors(self) -> dict[str, int] | None:
         """Kafka's error code per named topic, as :func:`topic_errors` reads them; None when the probe
@@ -583,6 +586,7 @@ async def probe_broker(
     client_kwargs: dict[str, Any],
     topics: Sequence[str] = (),
     group_id: str | None = None,
+    keep_for: Any = None,
 ) -> ProbeFailure | ProbeAnswer:
     """Open one connection the way ``AIOKafkaClient`` would (TCP, TLS, ApiVersions, SASL) and ask for
     cluster metadata on it; the answer when all of that worked, else what went wrong and at which stage.
@@ -594,6 +598,9 @@ async def probe_broker(
     to ask; its failure never fails the probe (:attr:`ProbeAnswer.coordinator` is None then).
     ``client_kwargs`` are ``Settings.aiokafka_client_kwargs()``; only the connection's own are used.
     Every failure aiokafka can raise on this path is mapped here, so callers never see its classes.
+    ``keep_for``: a client of ours that may take the connection over (:func:`adopt_connection`): it is
+    opened with that client's own settings (frame bound, request timeout, idle limit), the answer
+    carries it, open (:attr:`ProbeAnswer.connection`), and a failure closes it.
     """
     import ssl
 
@@ -603,8 +610,18 @@ async def probe_broker(
     kwargs = {key: client_kwargs[key] for key in _PROBE_CONNECTION_KWARGS if key in client_kwargs}
     stage: ProbeStage = "handshake"
     conn = None
+    versions: Mapping[int, tuple[int, int]] | None = None  # set last: everything was answered
     found: asyncio.Future[FindCoordinatorResponse | None] | None = None
     try:
+        if keep_for is not None:
+            # built as the client would build its own (aiokafka's create_conn arguments), so taking it
+            # over changes nothing on it; the caller's deadline still bounds the probe
+            kwargs.update(
+                max_response_bytes=keep_for.max_response_bytes,
+                max_idle_ms=keep_for._connections_max_idle_ms,
+                on_close=_ClosedHandover(),
+            )
+            request_timeout_ms = keep_for._request_timeout_ms
         conn = await open_connection(host, port, request_timeout_ms=request_timeout_ms, **kwargs)
         stage = "metadata"
         named = sorted(set(topics))
@@ -637,9 +654,9 @@ async def probe_broker(
     except (errors.KafkaError, OSError, DecodeError) as failure:
         return ProbeFailure("other", stage, f"{type(failure).__name__}: {failure}")
     finally:
-        if conn is not None:
+        if conn is not None and not (keep_for is not None and versions is not None):
             conn.close()  # fails an unanswered FindCoordinator: ``found`` then ends with None by itself
-    return ProbeAnswer(response, bool(named), versions, coordinator)
+    return ProbeAnswer(response, bool(named), versions, coordinator, conn if keep_for is not None else None)
 
 
 def _own_metadata_request(
@@ -784,6 +801,51 @@ async def _coordinator_of(sent: tuple[ProtocolRequest, Any]) -> FindCoordinatorR
     from staticconsumer.protocol import FindCoordinatorResponse
 
     return exchange.response_as(FindCoordinatorResponse)
+
+
+class _ClosedHandover:
+    """The closing callback of a probe's kept connection: nothing until a client takes the connection
+    over, then that client's own (aiokafka refreshes its metadata when a connection of its breaks)."""
+
+    __slots__ = ("client_callback",)
+
+    def __init__(self) -> None:
+        self.client_callback: Callable[[Any, Any], None] | None = None
+
+    def __call__(self, conn: Any, reason: Any) -> None:
+        if self.client_callback is not None:
+            self.client_callback(conn, reason)
+
+
+def adopt_connection(client: Any, answer: ProbeAnswer, node_id: int) -> bool:
+    """Make the connection a probe kept for ``client`` (``probe_broker(keep_for=client)``) its coordination
+    connection to ``node_id`` (the group's coordinator), when it reached that very broker: the join then
+    sends on it at once, where opening one (TCP, ApiVersions, SASL) waited for a round trip or more, and
+    for the loop busy starting, before its JoinGroup (3-15 ms at N=12 in a rolling bounce). It was opened
+    with the client's own settings, so only its closing callback is forwarded from here. False when it
+    was not that broker (a host or port other than the metadata's), or is closed, or the client has one
+    already; the caller then closes it."""
+    from aiokafka.client import ConnectionGroup
+
+    conn = answer.connection
+    key = (node_id, ConnectionGroup.COORDINATION)
+    broker = client.cluster.broker_metadata(node_id)
+    handover = getattr(conn, "_on_close_cb", None)  # None once closed (aiokafka drops it then)
+    if (
+        conn is None
+        or not isinstance(handover, _ClosedHandover)
+        or broker is None
+        or (broker.host, broker.port) != (conn.host, conn.port)
+        or not conn.connected()
+        or key in client._conns
+    ):
+        return False
+    handover.client_callback = client._on_connection_closed
+    client._conns[key] = conn
+    backoff = getattr(client, "reconnect_backoff", None)
+    if backoff is not None:
+        backoff.connected(f"{broker.host}:{broker.port}", time.monotonic())
+    return True
 
 
 async def open_early(client: Any, node_id: int, *, coordination: bool = True) -> None:
@@ -1573,6 +1635,11 @@ AIOKAFKA_INTERNALS: Final[tuple[Internal, ...]] = (
     Internal("aiokafka.client.AIOKafkaClient", "ready", parameters=("node_id", "group")),
     Internal("aiokafka.client.AIOKafkaClient", "bootstrap", parameters=()),
     Internal("aiokafka.client.ConnectionGroup", "COORDINATION"),
+    # a probe's connection opened with the client's settings and handed to it (adopt_connection)
+    Internal("aiokafka.client.AIOKafkaClient", "_request_timeout_ms", instance=True),
+    Internal("aiokafka.client.AIOKafkaClient", "_connections_max_idle_ms", instance=True),
+    Internal("aiokafka.client.AIOKafkaClient", "_on_connection_closed", parameters=("conn", "reason")),
+    Internal("aiokafka.conn.AIOKafkaConnection", "_on_close_cb", instance=True),
     Internal("aiokafka.client.ConnectionGroup", "DEFAULT"),
     # create_conn, replaced process-wide in the client's module (the client calls it by that name)
     Internal("aiokafka.client", "create_conn", parameters=("host", "port")),

@@ -644,18 +644,29 @@ class MembershipThread:
                     topics=named,
                     group_id=settings.group_id,
                     adopt_topics=False,
+                    keep_connection=True,
                 )
+                kept = answer
+                if answer is not None:  # its connection stays on this loop: the fetcher gets none
+                    answer = msgspec.structs.replace(answer, connection=None)
                 _resolve(self._answered, (self.bootstrapped_from, answer))
                 found = answer.coordinator if answer is not None else None
-                early: asyncio.Future[None] | None = None
+                joins_on: int | None = None
+                """The coordinator the join's connection is open (or opening) to."""
                 if found is not None and found.error_code == ErrorCode.NONE:
-                    # The join's connection opens now, before the access check and the machine's set-up,
-                    # not after them: its TCP handshake runs meanwhile (an RTT off a remote broker's
-                    # restart) and, if the preload is still loading, its ApiVersions too. Best effort:
-                    # the join connects itself (aiokafka waits for this attempt rather than open another).
-                    early = asyncio.ensure_future(_aiokafka.open_early(client, found.node_id))
-                    tasks.append(early)
-                    await asyncio.sleep(0)  # the attempt starts (its connect is sent) before we go on
+                    joins_on = found.node_id
+                    if kept is not None and _aiokafka.adopt_connection(client, kept, found.node_id):
+                        kept = None  # the probe reached the coordinator: the join sends on its connection
+                    else:
+                        # The join's connection opens now, before the access check and the machine's
+                        # set-up, not after them: its TCP handshake runs meanwhile (an RTT off a remote
+                        # broker's restart) and, if the preload is still loading, its ApiVersions too. Best
+                        # effort: the join connects itself (aiokafka waits for this attempt rather than
+                        # open another).
+                        tasks.append(asyncio.ensure_future(_aiokafka.open_early(client, found.node_id)))
+                        await asyncio.sleep(0)  # the attempt starts (its connect is sent) before we go on
+                if kept is not None and kept.connection is not None:
+                    kept.connection.close()
                 await preloading  # AFTER_THE_PROBE: loaded while the probe waited
                 from .topics import TopicWatch
 
@@ -695,9 +706,7 @@ class MembershipThread:
                     describe_group=settings.group_protocol == "consumer",
                     coordinator_answer=answer.coordinator if answer is not None else None,
                 )
-                if access.coordinator is not None and (
-                    early is None or found is None or access.coordinator.node_id != found.node_id
-                ):
+                if access.coordinator is not None and access.coordinator.node_id != joins_on:
                     # The join's connection (TCP, ApiVersions) opens while the machine starts and the
                     # revoke callback crosses to the application's loop, not after them.
                     tasks.append(

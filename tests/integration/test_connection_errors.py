@@ -482,6 +482,68 @@ async def test_the_probe_finds_the_coordinator_and_the_join_connection_opens_ear
         await client.close()
 
 
+async def test_a_kept_probe_connection_becomes_the_clients_connection_to_the_coordinator(
+    kafka_broker: EmbeddedKafka, create_topic: Callable[..., str], unique_group: str
+) -> None:
+    """With ``keep_connection`` the answer carries the probe's connection, still open; handed to the
+    client as its coordination connection to that broker, the join's requests go out on it and no
+    connection is opened for them. Without it the probe's connection is closed, as before."""
+    topic = create_topic(partitions=1)
+    settings = _settings(kafka_broker.bootstrap_servers, group_instance_id="probe-kept")
+    plain = await _connect_answer(settings)
+    assert plain.connection is None
+    client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
+    try:
+        _, answer = await bootstrap_answered(
+            client, settings, topics=[topic], group_id=unique_group, keep_connection=True
+        )
+        assert answer is not None
+        assert answer.coordinator is not None
+        kept = answer.connection
+        assert kept is not None
+        assert kept.connected()
+        assert _aiokafka.live_nodes(client) == set()
+        # opened as the client opens its own: its request timeout and idle limit, not the probe's
+        assert kept._request_timeout == client._request_timeout_ms / 1000
+        assert kept._max_idle_ms == client._connections_max_idle_ms
+        assert _aiokafka.adopt_connection(client, answer, answer.coordinator.node_id)
+        assert _aiokafka.live_nodes(client) == {answer.coordinator.node_id}
+        await _aiokafka.broker_versions(client, answer.coordinator.node_id)  # as the join asks first
+        await _aiokafka.open_early(client, answer.coordinator.node_id)
+        assert _aiokafka.node_connections(client, answer.coordinator.node_id) == [kept]
+        assert not _aiokafka.adopt_connection(client, answer, answer.coordinator.node_id), "has one already"
+    finally:
+        await client.close()
+    assert not kept.connected(), "the client closes it with its own"
+
+
+async def test_a_probe_answered_at_once_opens_no_bare_tcp_connection(
+    kafka_broker: EmbeddedKafka, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bare TCP connection that would explain a failed probe is not opened beside a probe that
+    answers within REACH_AFTER_SECONDS (a start's usual case): no CPU, resolver thread or connection
+    for it on the way to the join. A probe that fails still gets it (the refused and silent servers
+    above)."""
+    from staticconsumer.connection import bootstrapping
+
+    reached: list[str] = []
+    reach = bootstrapping._reach
+
+    async def recording(host: str, port: int, deadline: float, limit_ms: int) -> Any:
+        reached.append(f"{host}:{port}")
+        return await reach(host, port, deadline, limit_ms)
+
+    monkeypatch.setattr(bootstrapping, "_reach", recording)
+    monkeypatch.setattr(bootstrapping, "REACH_AFTER_SECONDS", 5.0)  # a loaded test machine's answer
+    await _connect_answer(_settings(kafka_broker.bootstrap_servers))
+    assert reached == []
+    began = time.monotonic()
+    with pytest.raises(BrokerUnreachableError):
+        await _connect(_settings(f"127.0.0.1:{_closed_port()}"))
+    assert len(reached) == 1, "a failed probe still tries the bare connection"
+    assert time.monotonic() - began < 2.5, "at once, not REACH_AFTER_SECONDS (here 3 s: a tenth of 30)"
+
+
 async def _connect_answer(settings: Settings) -> _aiokafka.ProbeAnswer:
     client = _aiokafka.new_client(**settings.aiokafka_client_kwargs())
     try:

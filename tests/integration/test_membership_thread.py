@@ -204,20 +204,75 @@ async def test_an_assignor_that_raises_is_a_typed_error_and_the_group_keeps_work
         assert "failing-twice" in str(error)
 
 
+async def test_the_join_sends_on_the_probe_connection_when_the_probe_reached_the_coordinator(
+    kafka_broker: EmbeddedKafka,
+    create_topic: Callable[..., str],
+    unique_group: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A restarting member's probe names its coordinator; when the probe's broker is that coordinator,
+    the probe's connection becomes the join's, so the JoinGroup waits for no connection (TCP, ApiVersions)
+    of its own (issue 26: 3-15 ms of a restart at N=12); the member joins and consumes over it."""
+    from staticconsumer import _aiokafka
+
+    kept: list[Any] = []
+    opened: list[int] = []
+    probe_broker = _aiokafka.probe_broker
+    open_early = _aiokafka.open_early
+
+    async def recording_probe(*args: Any, **kwargs: Any) -> Any:
+        outcome = await probe_broker(*args, **kwargs)
+        kept.append(getattr(outcome, "connection", None))
+        return outcome
+
+    async def recording_open_early(client: object, node_id: int, **kwargs: Any) -> None:
+        opened.append(node_id)
+        await open_early(client, node_id, **kwargs)
+
+    topic = create_topic(partitions=2)
+    first = _member(topic, kafka_broker.bootstrap_servers, unique_group, "kept-0")
+    await first.start()  # the group and its coordinator exist: what a restart finds
+    await first.stop()
+    monkeypatch.setattr(_aiokafka, "probe_broker", recording_probe)
+    monkeypatch.setattr(_aiokafka, "open_early", recording_open_early)
+    member = _member(topic, kafka_broker.bootstrap_servers, unique_group, "kept-0")
+    await member.start()
+    try:
+        assert len(kept) == 1, kept
+        assert kept[0] is not None, "the probe kept no connection"
+        assert opened == [], "the join opened a connection of its own"
+        assert member._membership is not None
+        client = member._membership._client
+        connections = [c for conns in _aiokafka.live_connections(client).values() for c in conns]
+        assert kept[0] in connections
+        assert kept[0].connected()
+        await produce(kafka_broker.bootstrap_servers, topic, 4)
+        assert len(await consume(member, 4, within=30)) == 4
+    finally:
+        await member.stop()
+    assert not kept[0].connected(), "the membership client closes the connection it took"
+
+
 async def test_the_join_connection_opens_as_soon_as_the_probe_names_the_coordinator(
     kafka_broker: EmbeddedKafka,
     create_topic: Callable[..., str],
     unique_group: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A restarting member's probe names its coordinator, and that answer opens the join's connection at
-    once, while the start's preload and access check still run, not after them (issue 26: ~3-9 ms of a
-    restart's wall); it is opened once, and the member joins over it."""
+    """A restarting member's probe names its coordinator, and when its connection cannot be the join's
+    (here: refused), that answer opens the join's connection at once, while the start's preload and
+    access check still run, not after them (issue 26: ~3-9 ms of a restart's wall); it is opened once,
+    the member joins over it, and the probe's connection is closed."""
     from staticconsumer import _aiokafka, connection
 
     steps: list[tuple[str, int | None]] = []
+    kept: list[Any] = []
     open_early = _aiokafka.open_early
     check_access = connection.check_access
+
+    def refusing_adopt(client: object, answer: Any, node_id: int) -> bool:
+        kept.append(answer.connection)
+        return False
 
     async def recording_open_early(client: object, node_id: int, **kwargs: Any) -> None:
         steps.append(("open_early", node_id))
@@ -232,11 +287,15 @@ async def test_the_join_connection_opens_as_soon_as_the_probe_names_the_coordina
     await first.start()  # the group and its coordinator exist: what a restart finds
     await first.stop()
     monkeypatch.setattr(_aiokafka, "open_early", recording_open_early)
+    monkeypatch.setattr(_aiokafka, "adopt_connection", refusing_adopt)
     monkeypatch.setattr(connection, "check_access", recording_check_access)
     member = _member(topic, kafka_broker.bootstrap_servers, unique_group, "early-0")
     await member.start()
     try:
         assert [step for step, _ in steps] == ["open_early", "check_access"], steps
+        assert len(kept) == 1, kept
+        assert kept[0] is not None, "the probe kept no connection"
+        assert not kept[0].connected(), "the probe's connection, not handed on, is closed"
         await _settled([member], 2)
     finally:
         await member.stop()

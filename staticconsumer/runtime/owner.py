@@ -8,7 +8,7 @@ them, in order), so an implementation needs no locks. Partition sets are always 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Protocol
 
 import msgspec
@@ -41,23 +41,27 @@ class PartitionOwner(Protocol):
         """Stop fetching these partitions now (None: all) and drop their buffered records; keep their
         consumed positions until the revoke that follows has collected them."""
 
-    async def revoke(
+    # revoke, lose and assign return an awaitable rather than being coroutine functions, so the
+    # membership thread's side (runtime/thread.py) can hand the call to the application's loop as it is
+    # made, in the same wake-up as the calls made before it; an ``async def`` implements them as well.
+
+    def revoke(
         self, partitions: Partitions, reason: ReleaseReason, collect_positions: bool
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
+    ) -> Awaitable[dict[TopicPartition, OffsetAndMetadata]]:
         """Run ``on_partitions_revoked`` and forget the partitions; return their consumed positions when
         ``collect_positions`` (auto-commit), so the membership commits them before moving on."""
 
-    async def lose(self, partitions: Partitions, reason: ReleaseReason) -> None:
+    def lose(self, partitions: Partitions, reason: ReleaseReason) -> Awaitable[None]:
         """Forget the partitions without committing (another member may own them) and run
         ``on_partitions_lost``."""
 
-    async def assign(
+    def assign(
         self,
         partitions: Partitions,
         owned: Partitions,
         generation: int,
         committed: Mapping[TopicPartition, int],
-    ) -> None:
+    ) -> Awaitable[None]:
         """Start fetching the new ``partitions`` from ``committed`` (-1: the reset policy), leave the rest of
         ``owned`` untouched, and run ``on_partitions_assigned(partitions)``."""
 

@@ -255,6 +255,8 @@ class MembershipLoop:
         application's next partition call waits for it, so the listener's calls keep their order."""
         self._handed_over: asyncio.Future[float] | None = None
         """When the first assignment reached the application (its fetcher), for :meth:`_first_fetched`."""
+        self._held_for: int | None = None
+        """The generation whose snapshot waits for its assign (:meth:`_publish`): None when none does."""
         self._coordinator: int | None = None
         self._inbox = _Inbox()
         self._commits: dict[int, CommitDone] = {}
@@ -419,6 +421,16 @@ class MembershipLoop:
 
     def _publish(self) -> None:
         m = self.machine
+        if (
+            self._held_for is not None
+            and m.generation == self._held_for
+            and m.state is MemberState.STABLE
+            and m.fatal_error is None
+        ):
+            # The assign of this generation waits for its committed offsets: the snapshot goes with it,
+            # so the application's thread is woken once for both, not once now and again for the
+            # assign (issue 26). Anything else (a new generation, a rejoin, an error) goes at once.
+            return
         snapshot = MemberSnapshot(
             state=m.state,
             member_id=m.member_id,
@@ -513,6 +525,8 @@ class MembershipLoop:
                     lambda: self._owner.assign(action.partitions, action.owned, action.generation, committed)
                 )
             )
+            if committed is None and action.partitions and self._held_for is None:
+                self._held_for = action.generation
             self._spawn(lambda: self._take(action, assigning, committed))
         elif isinstance(action, actions.CommitCompleted):
             self._commit_completed(action)
@@ -814,6 +828,11 @@ class MembershipLoop:
             committed.update(await self._fetch_committed(frozenset(missing)))
         return committed
 
+    def _release_snapshot(self, generation: int) -> None:
+        """The assign of ``generation`` no longer waits for its committed offsets: snapshots go again."""
+        if self._held_for == generation:
+            self._held_for = None
+
     def _committed_known(self, a: actions.PartitionsAssigned) -> Mapping[TopicPartition, int] | None:
         """The committed offsets of ``a.partitions`` when the read made as the generation was joined has
         answered for every one of them already (so the assign can be handed over at once); else None."""
@@ -843,8 +862,12 @@ class MembershipLoop:
             except StaticConsumerError as error:
                 self.post(events.Unrecoverable(now=self.now(), error=error))
                 return
+            finally:
+                self._release_snapshot(a.generation)
         if assigning is None:
             await self._told()
+            if self._held_for is None:
+                self._publish()  # the snapshot held for this assign, just before it
         try:
             await (
                 assigning

@@ -7,11 +7,19 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 from runtime_loops import loop_for
 
-from staticconsumer.membership import RebalanceProtocol, ReleaseReason, TopicPartition, actions, events
+from staticconsumer.membership import (
+    MemberState,
+    RebalanceProtocol,
+    ReleaseReason,
+    TopicPartition,
+    actions,
+    events,
+)
 from staticconsumer.runtime.loop import MembershipLoop
 from staticconsumer.runtime.thread import _OnApplicationLoop
 
@@ -168,3 +176,69 @@ def test_the_application_loop_gets_a_call_as_it_is_made_not_when_it_is_awaited()
         app.call_soon_threadsafe(app.stop)
         running.join(5)
         app.close()
+
+
+def _stable(generation: int) -> Any:
+    """What ``_publish`` reads of a machine, stable in ``generation``."""
+    return SimpleNamespace(
+        state=MemberState.STABLE,
+        member_id="m-1",
+        generation=generation,
+        is_leader=False,
+        leadership_guessed=False,
+        protocol_name="range",
+        rebalance_protocol=RebalanceProtocol.EAGER,
+        assignment=frozenset({T0}),
+        fatal_error=None,
+    )
+
+
+async def test_the_snapshot_of_an_assign_waiting_for_its_offsets_goes_with_it_not_before() -> None:
+    owner = RecordingOwner()
+    owner.release.set()
+    loop = _loop(owner)
+    loop.machine = _stable(3)
+    answer: asyncio.Future[Mapping[TopicPartition, int] | None] = asyncio.get_running_loop().create_future()
+    loop._prefetch = (3, answer)
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._dispatch(
+            actions.PartitionsAssigned(
+                callback_id=6, partitions=frozenset({T0}), generation=3, owned=frozenset({T0})
+            )
+        )
+        loop._publish()  # the end of the machine's step
+        await asyncio.sleep(0.01)
+        assert owner.calls == [], "one wake-up of the application later, for both"
+        answer.set_result({T0: 9})
+        finished = await asyncio.wait_for(loop._inbox.get(), 1)
+        assert isinstance(finished, events.CallbackFinished)
+        assert _kinds(owner) == ["snapshot", "assign"]
+        assert loop._held_for is None
+        loop._task_group = None
+
+
+async def test_a_held_snapshot_still_goes_at_once_when_the_member_moved_on() -> None:
+    owner = RecordingOwner()
+    loop = _loop(owner)
+    loop.machine = _stable(3)
+    answer: asyncio.Future[Mapping[TopicPartition, int] | None] = asyncio.get_running_loop().create_future()
+    loop._prefetch = (3, answer)
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._dispatch(
+            actions.PartitionsAssigned(
+                callback_id=7, partitions=frozenset({T0}), generation=3, owned=frozenset({T0})
+            )
+        )
+        loop._publish()
+        assert owner.calls == []
+        loop.machine = _stable(4)  # a new generation (or a rejoin, or an error) is never held back
+        loop._publish()
+        assert _kinds(owner) == ["snapshot"]
+        await asyncio.sleep(0)
+        for child in list(loop._children):  # the loop ends while the assign waits for its offsets
+            child.cancel()
+        await asyncio.sleep(0)
+        assert loop._held_for is None, "snapshots go again"
+        loop._task_group = None

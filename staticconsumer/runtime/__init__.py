@@ -13,7 +13,7 @@ here, not in modules of their own (``runtime.owner`` and ``runtime.subscription`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
@@ -57,23 +57,27 @@ if TYPE_CHECKING:  # a Protocol only type checkers read: no class to build at im
             """Stop fetching these partitions now (None: all) and drop their buffered records; keep their
             consumed positions until the revoke that follows has collected them."""
 
-        async def revoke(
+        # revoke, lose and assign return an awaitable rather than being coroutine functions, so the
+        # membership thread's side (runtime/thread.py) can hand the call to the application's loop as it
+        # is made, in the same wake-up as the calls made before it; an ``async def`` implements them too.
+
+        def revoke(
             self, partitions: Partitions, reason: ReleaseReason, collect_positions: bool
-        ) -> dict[TopicPartition, OffsetAndMetadata]:
+        ) -> Awaitable[dict[TopicPartition, OffsetAndMetadata]]:
             """Run ``on_partitions_revoked`` and forget the partitions; return their consumed positions when
             ``collect_positions`` (auto-commit), so the membership commits them before moving on."""
 
-        async def lose(self, partitions: Partitions, reason: ReleaseReason) -> None:
+        def lose(self, partitions: Partitions, reason: ReleaseReason) -> Awaitable[None]:
             """Forget the partitions without committing (another member may own them) and run
             ``on_partitions_lost``."""
 
-        async def assign(
+        def assign(
             self,
             partitions: Partitions,
             owned: Partitions,
             generation: int,
             committed: Mapping[TopicPartition, int],
-        ) -> None:
+        ) -> Awaitable[None]:
             """Start fetching the new ``partitions`` from ``committed`` (-1: the reset policy), leave the
             rest of ``owned`` untouched, and run ``on_partitions_assigned(partitions)``."""
 

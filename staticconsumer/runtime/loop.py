@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -256,6 +256,8 @@ class MembershipLoop:
         application's next partition call waits for it, so the listener's calls keep their order."""
         self._handed_over: asyncio.Future[float] | None = None
         """When the first assignment reached the application (its fetcher), for :meth:`_first_fetched`."""
+        self._held_for: int | None = None
+        """The generation whose snapshot waits for its assign (:meth:`_publish`): None when none does."""
         self._coordinator: int | None = None
         self._inbox = _Inbox()
         self._commits: dict[int, CommitDone] = {}
@@ -420,6 +422,16 @@ class MembershipLoop:
 
     def _publish(self) -> None:
         m = self.machine
+        if (
+            self._held_for is not None
+            and m.generation == self._held_for
+            and m.state is MemberState.STABLE
+            and m.fatal_error is None
+        ):
+            # The assign of this generation waits for its committed offsets: the snapshot goes with it,
+            # so the application's thread is woken once for both, not once now and again for the
+            # assign (issue 26). Anything else (a new generation, a rejoin, an error) goes at once.
+            return
         snapshot = MemberSnapshot(
             state=m.state,
             member_id=m.member_id,
@@ -496,13 +508,27 @@ class MembershipLoop:
             self._owner.stop_fetching(action.partitions)
         elif isinstance(action, actions.PartitionsRevoked):
             if action.partitions:
-                self._spawn(lambda: self._revoke(action))
+                revoking = self._hand_now(
+                    lambda: self._owner.revoke(action.partitions, action.reason, self._auto_commit_on_revoke)
+                )
+                self._spawn(lambda: self._revoke(action, revoking))
             else:
                 self._revoke_nothing(action)
         elif isinstance(action, actions.PartitionsLost):
-            self._spawn(lambda: self._lose(action))
+            losing = self._hand_now(lambda: self._owner.lose(action.partitions, action.reason))
+            self._spawn(lambda: self._lose(action, losing))
         elif isinstance(action, actions.PartitionsAssigned):
-            self._spawn(lambda: self._take(action))
+            committed = self._committed_known(action)
+            assigning = (
+                None
+                if committed is None
+                else self._hand_now(
+                    lambda: self._owner.assign(action.partitions, action.owned, action.generation, committed)
+                )
+            )
+            if committed is None and action.partitions and self._held_for is None:
+                self._held_for = action.generation
+            self._spawn(lambda: self._take(action, assigning, committed))
         elif isinstance(action, actions.CommitCompleted):
             self._commit_completed(action)
         elif isinstance(action, actions.Fatal):
@@ -670,11 +696,41 @@ class MembershipLoop:
             events.CallbackFinished(now=self.now(), callback_id=callback_id, offsets_to_commit=offsets or {})
         )
 
-    async def _revoke(self, a: actions.PartitionsRevoked) -> None:
-        await self._told()
+    def _hand_now(self, call: Callable[[], Awaitable[Any]]) -> Awaitable[Any] | None:
+        """Make a partition call now, in the turn of the loop that decided it, rather than in the first
+        turn of the task that awaits it: the application's thread then gets it in the same wake-up as the
+        snapshot and StopFetching sent before it, instead of being woken again a turn later (issue 26: a
+        rebalance's JoinGroup waits for the revoke to come back, every member's first fetch for the
+        assign, and on a loaded machine each wake-up of the other thread cost milliseconds).
+
+        The snapshot is published first, as it reached the application before the call when the call
+        came a turn later. None when an empty revoke told before is still running (the call waits for
+        it, :meth:`_told`); a call that fails at once fails its awaitable."""
+        telling = self._telling
+        if telling is not None:
+            if not telling.done():
+                return None
+            self._telling = None
+        self._publish()
+        try:
+            return call()
+        except Exception as error:
+            failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            failed.set_exception(error)
+            return failed
+
+    async def _revoke(
+        self,
+        a: actions.PartitionsRevoked,
+        revoking: Awaitable[dict[TopicPartition, OffsetAndMetadata]] | None = None,
+    ) -> None:
+        if revoking is None:
+            await self._told()
         offsets: Mapping[TopicPartition, OffsetAndMetadata] = {}
         try:
-            offsets = await self._owner.revoke(a.partitions, a.reason, self._auto_commit_on_revoke)
+            if revoking is None:
+                revoking = self._owner.revoke(a.partitions, a.reason, self._auto_commit_on_revoke)
+            offsets = await revoking
         except Exception:
             log.exception("revoking %d partitions failed in the application; continuing", len(a.partitions))
         self._finished(a.callback_id, offsets)
@@ -709,10 +765,11 @@ class MembershipLoop:
             if self._telling is telling:
                 self._telling = None
 
-    async def _lose(self, a: actions.PartitionsLost) -> None:
-        await self._told()
+    async def _lose(self, a: actions.PartitionsLost, losing: Awaitable[None] | None = None) -> None:
+        if losing is None:
+            await self._told()
         try:
-            await self._owner.lose(a.partitions, a.reason)
+            await (losing if losing is not None else self._owner.lose(a.partitions, a.reason))
         except Exception:
             log.exception("giving up %d lost partitions failed in the application", len(a.partitions))
         self._finished(a.callback_id)
@@ -772,17 +829,52 @@ class MembershipLoop:
             committed.update(await self._fetch_committed(frozenset(missing)))
         return committed
 
-    async def _take(self, a: actions.PartitionsAssigned) -> None:
-        """Committed offsets first (here, on the coordinator connection), then the application fetches."""
+    def _release_snapshot(self, generation: int) -> None:
+        """The assign of ``generation`` no longer waits for its committed offsets: snapshots go again."""
+        if self._held_for == generation:
+            self._held_for = None
+
+    def _committed_known(self, a: actions.PartitionsAssigned) -> Mapping[TopicPartition, int] | None:
+        """The committed offsets of ``a.partitions`` when the read made as the generation was joined has
+        answered for every one of them already (so the assign can be handed over at once); else None."""
+        if not a.partitions:
+            return {}
+        prefetch = self._prefetch
+        if prefetch is None or prefetch[0] != a.generation or not prefetch[1].done():
+            return None
+        answer = prefetch[1].result()
+        if answer is None or not a.partitions <= answer.keys():
+            return None
+        self._prefetch = None
+        return {tp: answer[tp] for tp in a.partitions}
+
+    async def _take(
+        self,
+        a: actions.PartitionsAssigned,
+        assigning: Awaitable[None] | None = None,
+        committed: Mapping[TopicPartition, int] | None = None,
+    ) -> None:
+        """Committed offsets first (here, on the coordinator connection), then the application fetches.
+        ``assigning``: the call already handed over (:meth:`_hand_now`), with ``committed``."""
         self._rebalance_began = None
+        if committed is None:
+            try:
+                committed = await self._committed_of(a) if a.partitions else {}
+            except StaticConsumerError as error:
+                self.post(events.Unrecoverable(now=self.now(), error=error))
+                return
+            finally:
+                self._release_snapshot(a.generation)
+        if assigning is None:
+            await self._told()
+            if self._held_for is None:
+                self._publish()  # the snapshot held for this assign, just before it
         try:
-            committed = await self._committed_of(a) if a.partitions else {}
-        except StaticConsumerError as error:
-            self.post(events.Unrecoverable(now=self.now(), error=error))
-            return
-        await self._told()
-        try:
-            await self._owner.assign(a.partitions, a.owned, a.generation, committed)
+            await (
+                assigning
+                if assigning is not None
+                else self._owner.assign(a.partitions, a.owned, a.generation, committed)
+            )
         except Exception:
             log.exception("assigning %d partitions failed in the application", len(a.partitions))
         self._hand_over_done()

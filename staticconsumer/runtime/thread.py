@@ -229,36 +229,37 @@ class _OnApplicationLoop:
         if not self._loop.is_closed():
             self._loop.call_soon_threadsafe(call, *args)
 
-    async def _run(self, coroutine: Awaitable[Any]) -> Any:
+    def _run(self, coroutine: Awaitable[Any]) -> asyncio.Future[Any]:
+        """Scheduled on the application's loop now, as the call is made (not when the caller first
+        awaits): the membership loop hands a rebalance's calls over in the turn that decided them, so
+        the application's thread wakes once for them all (issue 26: each wake-up of the other thread is
+        on the path of the next JoinGroup, or of the first fetch)."""
         if self._loop.is_closed():
             close = getattr(coroutine, "close", None)
             if close is not None:
                 close()
             raise ConsumerStoppedError("the application's event loop is closed")
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self._loop))  # type: ignore[arg-type]
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self._loop))  # type: ignore[arg-type]
 
     def stop_fetching(self, partitions: Partitions | None) -> None:
         self._later(self._owner.stop_fetching, partitions)
 
-    async def revoke(
+    def revoke(
         self, partitions: Partitions, reason: ReleaseReason, collect_positions: bool
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        result: dict[TopicPartition, OffsetAndMetadata] = await self._run(
-            self._owner.revoke(partitions, reason, collect_positions)
-        )
-        return result
+    ) -> Awaitable[dict[TopicPartition, OffsetAndMetadata]]:
+        return self._run(self._owner.revoke(partitions, reason, collect_positions))
 
-    async def lose(self, partitions: Partitions, reason: ReleaseReason) -> None:
-        await self._run(self._owner.lose(partitions, reason))
+    def lose(self, partitions: Partitions, reason: ReleaseReason) -> Awaitable[None]:
+        return self._run(self._owner.lose(partitions, reason))
 
-    async def assign(
+    def assign(
         self,
         partitions: Partitions,
         owned: Partitions,
         generation: int,
         committed: Mapping[TopicPartition, int],
-    ) -> None:
-        await self._run(self._owner.assign(partitions, owned, generation, committed))
+    ) -> Awaitable[None]:
+        return self._run(self._owner.assign(partitions, owned, generation, committed))
 
     def membership_changed(self, snapshot: MemberSnapshot) -> None:
         if snapshot.fatal_error is not None:

@@ -129,6 +129,33 @@ def _trace() -> None:
         _emit(ev="err", api=name, err=error, took=time.time() - sent, t=sent, m=m, c=c)
 
     _aiokafka.trace_wire(on_request, on_connect, on_error=on_error)
+    _trace_backoff()
+
+
+def _trace_backoff() -> None:
+    """``--trace``: each connection attempt a reconnect backoff let start (``begin``), with how many asks
+    it refused since the last one and when the last of them came: whether a late reconnect waited on the
+    backoff or on nobody asking."""
+    from staticconsumer.connection import reconnect
+
+    original = reconnect.ReconnectBackoff.begin
+    refused: dict[tuple[int, str], tuple[int, float]] = {}
+
+    def begin(self: reconnect.ReconnectBackoff, key: Any, now: float) -> bool:
+        allowed = original(self, key, now)
+        if self.failures(key) == 0 and key not in self._not_before:
+            return allowed
+        m, c = _traced_member()
+        wall = now + time.time() - time.monotonic()
+        count, _ = refused.get((id(self), c), (0, 0.0))
+        if not allowed:
+            refused[(id(self), c)] = (count + 1, wall)
+            return False
+        last = refused.pop((id(self), c), (0, 0.0))[1]
+        _emit(ev="begin", m=m, c=c, t=wall, refused=count, last_refused=last, failures=self.failures(key))
+        return True
+
+    reconnect.ReconnectBackoff.begin = begin  # type: ignore[method-assign]
 
 
 def _count_connects(port: int) -> list[float]:
@@ -880,7 +907,7 @@ def timeline(path: str, slowest: int) -> None:
             e
             for e in events
             if (e.get("m") == member or (e["ev"] == "lag" and e["w"] == worker))
-            and e["ev"] in ("req", "err", "answered", "recovered", "state", "lag")
+            and e["ev"] in ("req", "err", "answered", "recovered", "state", "lag", "begin")
             and answering - 3 <= e["t"] + e.get("took", 0)
             and e["t"] <= connected[member] + 0.1
         ]
@@ -891,6 +918,11 @@ def timeline(path: str, slowest: int) -> None:
                 print(f"  {at:+8.3f} {e['c']} {e['api']:<16} {what} after {e['took']:.3f} s")
             elif e["ev"] == "answered":
                 print(f"  {at:+8.3f}   answer to a request sent at {e['sent'] - answering:+.3f}")
+            elif e["ev"] == "begin":
+                last = f", the last {e['last_refused'] - answering:+.3f}" if e["refused"] else ""
+                print(
+                    f"  {at:+8.3f} {e['c']} backoff lets a connect start ({e['refused']} asks refused{last})"
+                )
             elif e["ev"] == "lag":
                 print(f"  {at:+8.3f}   the worker's loop ran {e['late']:.3f} s late")
             else:

@@ -134,15 +134,16 @@ def _trace() -> None:
 
 
 def _trace_backoff() -> None:
-    """``--trace``: each connection attempt a reconnect backoff let start (``begin``), with how many asks
-    it refused since the last one and when the last of them came: whether a late reconnect waited on the
-    backoff or on nobody asking."""
+    """``--trace``: each connection attempt a reconnect backoff let start (``begin``), how long after its
+    wait had ended, how many asks it refused since the last one and when the last of them came: whether a
+    late reconnect waited on the backoff or on nobody asking."""
     from staticconsumer.connection import reconnect
 
     original = reconnect.ReconnectBackoff.begin
     refused: dict[tuple[int, str], tuple[int, float]] = {}
 
     def begin(self: reconnect.ReconnectBackoff, key: Any, now: float) -> bool:
+        due = self._not_before.get(key)
         allowed = original(self, key, now)
         if self.failures(key) == 0 and key not in self._not_before:
             return allowed
@@ -153,7 +154,8 @@ def _trace_backoff() -> None:
             refused[(id(self), c)] = (count + 1, wall)
             return False
         last = refused.pop((id(self), c), (0, 0.0))[1]
-        _emit(ev="begin", m=m, c=c, t=wall, refused=count, last_refused=last, failures=self.failures(key))
+        late = None if due is None else now - due  # after its wait ended
+        _emit(ev="begin", m=m, c=c, t=wall, refused=count, last_refused=last, late=late)
         return True
 
     reconnect.ReconnectBackoff.begin = begin  # type: ignore[method-assign]
@@ -945,9 +947,9 @@ def timeline(path: str, slowest: int) -> None:
                 print(f"  {at:+8.3f}   answer to a request sent at {e['sent'] - answering:+.3f}")
             elif e["ev"] == "begin":
                 last = f", the last {e['last_refused'] - answering:+.3f}" if e["refused"] else ""
-                print(
-                    f"  {at:+8.3f} {e['c']} backoff lets a connect start ({e['refused']} asks refused{last})"
-                )
+                after = f", {e['late']:.3f} s after its wait ended" if e.get("late") is not None else ""
+                refused = f"{e['refused']} asks refused{last}{after}"
+                print(f"  {at:+8.3f} {e['c']} backoff lets a connect start ({refused})")
             elif e["ev"] == "lag":
                 print(f"  {at:+8.3f}   the worker's loop ran {e['late']:.3f} s late")
             else:

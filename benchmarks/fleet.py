@@ -676,9 +676,11 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
                 revoked_from_others=revoked,
                 restart_to_first_record=spread(
                     [e["since"] for e in fleet.events("first", settled) if e["restart"] and e["m"] in mine]
+                    or [float("nan")]  # --bounce-limit 0 --small-restarts 0: the broker restart only
                 ),
                 restart_to_started=spread(
                     [e["since"] for e in fleet.events("started", settled) if e["restart"] and e["m"] in mine]
+                    or [float("nan")]
                 ),
             )
             if args.trace:
@@ -1016,7 +1018,10 @@ def main() -> None:
         "--trace", action="store_true", help="time each restart's requests per API (not for the figures)"
     )
     parser.add_argument(
-        "--bounce-limit", type=int, help="restart only the fleet's first K members (development, not figures)"
+        "--bounce-limit",
+        type=int,
+        help="restart only the fleet's first K members (development, not figures; 0 with --small-restarts 0: "
+        "the broker restart only)",
     )
     parser.add_argument(
         "--oracle",

@@ -25,7 +25,8 @@ ran alone, one member per process: the ratio mixed group size with 100 idle memb
   connection attempts per consumer after the first 5 s of the outage (every ``create_connection`` to
   the broker's port in each worker, divided by its members), each member's seconds from the return to
   its connection state being ``connected`` again and to its first record written after the return, and
-  whether every record written before the stop and after the return was consumed.
+  whether every record written before the stop and after the return was consumed. The state's change is
+  taken as it happens (the member's monitor), not when the member's loop next reads it.
 
 Targets: 0 rebalances, 0 partitions revoked from members that did not restart, restart-to-first-record
 median of the fleet within 1.2x of the small group's; attempts <= 2 per second per consumer per broker
@@ -129,6 +130,35 @@ def _trace() -> None:
         _emit(ev="err", api=name, err=error, took=time.time() - sent, t=sent, m=m, c=c)
 
     _aiokafka.trace_wire(on_request, on_connect, on_error=on_error)
+    _trace_backoff()
+
+
+def _trace_backoff() -> None:
+    """``--trace``: each connection attempt a reconnect backoff let start (``begin``), how long after its
+    wait had ended, how many asks it refused since the last one and when the last of them came: whether a
+    late reconnect waited on the backoff or on nobody asking."""
+    from staticconsumer.connection import reconnect
+
+    original = reconnect.ReconnectBackoff.begin
+    refused: dict[tuple[int, str], tuple[int, float]] = {}
+
+    def begin(self: reconnect.ReconnectBackoff, key: Any, now: float) -> bool:
+        due = self._not_before.get(key)
+        allowed = original(self, key, now)
+        if self.failures(key) == 0 and key not in self._not_before:
+            return allowed
+        m, c = _traced_member()
+        wall = now + time.time() - time.monotonic()
+        count, _ = refused.get((id(self), c), (0, 0.0))
+        if not allowed:
+            refused[(id(self), c)] = (count + 1, wall)
+            return False
+        last = refused.pop((id(self), c), (0, 0.0))[1]
+        late = None if due is None else now - due  # after its wait ended
+        _emit(ev="begin", m=m, c=c, t=wall, refused=count, last_refused=last, late=late)
+        return True
+
+    reconnect.ReconnectBackoff.begin = begin  # type: ignore[method-assign]
 
 
 def _count_connects(port: int) -> list[float]:
@@ -203,6 +233,7 @@ class _Member:
         )
         await consumer.start()
         _emit(ev="started", m=instance, restart=restart, t=time.time(), since=time.time() - began)
+        _watch_state(consumer, instance)
         if self.args.trace:
             _trace_monitor(consumer, instance)
         first, state = True, ""
@@ -224,6 +255,19 @@ class _Member:
                         _emit(ev="keys", m=instance, keys=keys, t=time.time())
         finally:
             await consumer.stop()
+
+
+def _watch_state(consumer: Any, instance: str) -> None:
+    """Each change of the member's connection state at the moment it happens (``flip``), on whichever
+    thread its monitor changed it: the loop below reads ``connection_state`` only between two
+    ``getmany(timeout_ms=200)``, so up to 0.2 s plus the loop's lag later (0.2-0.8 s after a broker's
+    return at N=300, issue 27), which the figure should not count."""
+    monitor = consumer._monitor
+
+    def flipped(state: Any) -> None:
+        _emit(ev="flip", m=instance, s=state.value, t=time.time())
+
+    monitor._on_change = flipped
 
 
 def _trace_monitor(consumer: Any, instance: str) -> None:
@@ -497,7 +541,8 @@ class BrokerRestart(msgspec.Struct):
     """After the first 5 s of the outage, per worker process: its connection attempts / its members /
     seconds (one broker)."""
     reconnected_after_return: Spread
-    """Per member: the broker answering again -> its connection state ``connected``."""
+    """Per member: the broker answering again -> its connection state turning ``connected`` (the monitor's
+    change, as it happens; until this commit the state as the member's loop read it next, below)."""
     first_record_after_return: Spread
     """Per member: a record written to each partition once the broker was ready, from its
     acknowledgement to the member receiving it (the quickest of the member's partitions)."""
@@ -514,6 +559,9 @@ class BrokerRestart(msgspec.Struct):
     """Per member, as ``reconnected_after_return`` but from the port accepting TCP connections again."""
     reconnected_after_ready: Spread | None = None
     """Per member, as ``reconnected_after_return`` but from ``restart()`` returning (below 0: before)."""
+    reconnected_after_return_sampled: Spread | None = None
+    """Per member: the broker answering again -> the member's loop reading ``connected`` after a
+    ``getmany(timeout_ms=200)`` (up to 0.2 s plus the loop's lag after the change: the old figure)."""
 
 
 class Report(msgspec.Struct):
@@ -628,9 +676,11 @@ async def run(args: argparse.Namespace, kafka: EmbeddedKafka) -> tuple[Bounce, B
                 revoked_from_others=revoked,
                 restart_to_first_record=spread(
                     [e["since"] for e in fleet.events("first", settled) if e["restart"] and e["m"] in mine]
+                    or [float("nan")]  # --bounce-limit 0 --small-restarts 0: the broker restart only
                 ),
                 restart_to_started=spread(
                     [e["since"] for e in fleet.events("started", settled) if e["restart"] and e["m"] in mine]
+                    or [float("nan")]
                 ),
             )
             if args.trace:
@@ -798,9 +848,13 @@ async def _broker_restart(
     seconds = restarting - stopped - SETTLE_S
     rates = [c[-1]["n"] / c[-1]["members"] / seconds for c in counts]
     connected: dict[str, float] = {}
-    for e in fleet.events("state", stopped):
+    for e in fleet.events("flip", stopped):
         if e["s"] == "connected":
             connected.setdefault(e["m"], e["t"])
+    sampled: dict[str, float] = {}
+    for e in fleet.events("state", stopped):
+        if e["s"] == "connected":
+            sampled.setdefault(e["m"], e["t"])
     first_late: dict[str, float] = {}
     for e in fleet.events("keys", ready):
         for k in e["keys"]:
@@ -831,6 +885,7 @@ async def _broker_restart(
         answering_to_ready_seconds=ready - answering,
         reconnected_after_accepting=since(accepting),
         reconnected_after_ready=since(ready),
+        reconnected_after_return_sampled=spread([t - answering for t in sampled.values()] or [float("nan")]),
     )
     print(
         f"broker restart: connected after the return {_brief(result.reconnected_after_return)}, after the "
@@ -863,8 +918,9 @@ def timeline(path: str, slowest: int) -> None:
         raise SystemExit(f"{path}: no broker restart recorded (run with --trace --events)")
     answering = marks["answering"]
     connected: dict[str, float] = {}
+    kind = "flip" if any(e["ev"] == "flip" for e in events) else "state"  # runs before flips were kept
     for e in events:
-        if e["ev"] == "state" and e["s"] == "connected" and e["t"] >= marks["stopped"]:
+        if e["ev"] == kind and e["s"] == "connected" and e["t"] >= marks["stopped"]:
             connected.setdefault(e["m"], e["t"])
     late = sorted(connected, key=lambda m: connected[m], reverse=True)[:slowest]
     print(
@@ -880,7 +936,7 @@ def timeline(path: str, slowest: int) -> None:
             e
             for e in events
             if (e.get("m") == member or (e["ev"] == "lag" and e["w"] == worker))
-            and e["ev"] in ("req", "err", "answered", "recovered", "state", "lag")
+            and e["ev"] in ("req", "err", "answered", "recovered", "state", "flip", "lag", "begin")
             and answering - 3 <= e["t"] + e.get("took", 0)
             and e["t"] <= connected[member] + 0.1
         ]
@@ -891,6 +947,11 @@ def timeline(path: str, slowest: int) -> None:
                 print(f"  {at:+8.3f} {e['c']} {e['api']:<16} {what} after {e['took']:.3f} s")
             elif e["ev"] == "answered":
                 print(f"  {at:+8.3f}   answer to a request sent at {e['sent'] - answering:+.3f}")
+            elif e["ev"] == "begin":
+                last = f", the last {e['last_refused'] - answering:+.3f}" if e["refused"] else ""
+                after = f", {e['late']:.3f} s after its wait ended" if e.get("late") is not None else ""
+                refused = f"{e['refused']} asks refused{last}{after}"
+                print(f"  {at:+8.3f} {e['c']} backoff lets a connect start ({refused})")
             elif e["ev"] == "lag":
                 print(f"  {at:+8.3f}   the worker's loop ran {e['late']:.3f} s late")
             else:
@@ -957,7 +1018,10 @@ def main() -> None:
         "--trace", action="store_true", help="time each restart's requests per API (not for the figures)"
     )
     parser.add_argument(
-        "--bounce-limit", type=int, help="restart only the fleet's first K members (development, not figures)"
+        "--bounce-limit",
+        type=int,
+        help="restart only the fleet's first K members (development, not figures; 0 with --small-restarts 0: "
+        "the broker restart only)",
     )
     parser.add_argument(
         "--oracle",

@@ -795,8 +795,14 @@ def _fleet(report: Any, figures: set[str]) -> list[str]:
             )
             + f"the JVM took {o.restart_seconds:.0f} s to be ready). Connection attempts per consumer after "
             f"the first 5 s: {_spread(o.connects_per_consumer_per_second, '/s')} (per process, target <= 2); "
-            f"connected again after the return: {_spread(o.reconnected_after_return, ' s')}; "
-            f"first new record after its acknowledgement: {_spread(o.first_record_after_return, ' s')} "
+            f"connected again after the return: {_spread(o.reconnected_after_return, ' s')}"
+            + (
+                "; "
+                if getattr(o, "reconnected_after_return_sampled", None) is None
+                else " (the state's change as it happened; as the member's loop next read it: "
+                f"{_spread(o.reconnected_after_return_sampled, ' s')}); "
+            )
+            + f"first new record after its acknowledgement: {_spread(o.first_record_after_return, ' s')} "
             "(below 0: the member had it before the producer saw the acknowledgement); "
             f"members back within 2 s: {o.members_back_within_2s} of {o.members}; records lost: {o.lost}; "
             f"rebalances: {o.rebalances}; partitions revoked: {o.revoked}.",

@@ -915,6 +915,28 @@ def report_answers(client: Any, on_answered: Callable[[int, float], None] | None
         client.on_answered = on_answered
 
 
+def reconnect_backoff_of(client: Any) -> ReconnectBackoff | None:
+    """The reconnect backoff of a client of ours (shared by a consumer's clients); None for others."""
+    backoff = getattr(client, "reconnect_backoff", None)
+    return backoff if isinstance(backoff, ReconnectBackoff) else None
+
+
+def _backoff_key(client: Any, node_id: Any) -> str:
+    """The broker's key in the reconnect backoff: ``host:port`` (the node id while it is unknown)."""
+    broker = client.cluster.broker_metadata(node_id)
+    return f"{broker.host}:{broker.port}" if broker is not None else str(node_id)
+
+
+def reconnect_wait(client: Any, node_id: int) -> float | None:
+    """Seconds until a client of ours may attempt a connection to ``node_id`` (0: now; infinite while an
+    attempt is under way, its end unknown); None for a client without a reconnect backoff."""
+    backoff = reconnect_backoff_of(client)
+    if backoff is None:
+        return None
+    key = _backoff_key(client, node_id)
+    return float("inf") if backoff.attempting(key) else backoff.wait(key, time.monotonic())
+
+
 async def reconnect(client: Any, node_id: int) -> bool:
     """Ask the client to connect to ``node_id`` now (a no-op when connected); True when it is."""
     ready: bool = await client.ready(node_id)
@@ -1373,8 +1395,7 @@ def _bounded() -> tuple[Any, Any, Any]:
             existing = self._conns.get((node_id, group))
             if existing is not None and existing.connected():
                 return existing
-            broker = self.cluster.broker_metadata(node_id)
-            key = f"{broker.host}:{broker.port}" if broker is not None else str(node_id)
+            key = _backoff_key(self, node_id)
             began = time.monotonic()
             if not self.reconnect_backoff.begin(key, began):
                 return None

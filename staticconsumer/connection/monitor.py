@@ -168,6 +168,9 @@ class ConnectionMonitor:
             if client not in self._clients:
                 self._clients.append(client)
         _aiokafka.report_answers(client, self.answered)
+        backoff = _aiokafka.reconnect_backoff_of(client)
+        if backoff is not None:
+            backoff.on_told(self._told)
 
     def watch_topics(self, topics: Collection[str]) -> None:
         """Also fold aiokafka's "Topic X not found in cluster metadata" flood for these (the subscription)."""
@@ -192,6 +195,9 @@ class ConnectionMonitor:
             clients, self._clients = self._clients, []
         for client in clients:
             _aiokafka.report_answers(client, None)
+            backoff = _aiokafka.reconnect_backoff_of(client)
+            if backoff is not None:
+                backoff.on_told(self._told, remove=True)
         for outage in pending:
             self._logger.warning(
                 "%s: stopping while Kafka broker %s (node %d) is still unreachable (%d more connection "
@@ -228,13 +234,17 @@ class ConnectionMonitor:
             self._wakers[loop] = wake
         try:
             while True:
-                for owner, node_id in self._due_reconnects(client):
+                due, soonest = self._due_reconnects(client)
+                for owner, node_id in due:
                     task = asyncio.create_task(_aiokafka.reconnect(owner, node_id))
                     reconnects.add(task)
                     task.add_done_callback(reconnects.discard)
+                    task.add_done_callback(lambda _: wake.set())  # a failure starts the next wait
                 self.check_recovery()
                 wake.clear()
                 wait = self._next_wait(interval_s, idle_interval_s if watch_lag else None)
+                if soonest is not None and (wait is None or soonest < wait):
+                    wait = soonest
                 if watch_lag:
                     self._tick(loop, idle_interval_s if wait is None else wait)
                 with contextlib.suppress(TimeoutError):
@@ -452,25 +462,45 @@ class ConnectionMonitor:
                 self._blocks[loop] = (now, now - last[0] - last[1])
             self._ticks[loop] = (now, interval_s)
 
-    def _due_reconnects(self, only: Any | None) -> list[tuple[Any, int]]:
-        """(client, node id) pairs whose reconnect backoff has run out; the backoff grows per broker."""
+    def _due_reconnects(self, only: Any | None) -> tuple[list[tuple[Any, int]], float | None]:
+        """(client, node id) pairs whose reconnect backoff has run out, and the seconds until the next
+        one of a client of ours does (None: no such wait).
+
+        A client of ours is asked the moment its own reconnect backoff (Java's, shared by the consumer's
+        clients) lets an attempt start: the requests that otherwise ask came about once a second, so an
+        attempt started up to a second after its wait had ended, and after a broker's return most of the
+        members late by 2 s had waited that way (issue 27). Other clients are asked on this monitor's
+        own backoff (``reconnect_backoff_s``, doubling per broker up to ``reconnect_backoff_max_s``)."""
         now = self._clock()
         due: list[tuple[Any, int]] = []
+        soonest: float | None = None
         with self._lock:
             clients = [c for c in self._clients if only is None or c is only]
             for address, (at, wait) in list(self._next_reconnect.items()):
-                if now < at:
-                    continue
                 outage = self._outages[address]
                 owner = next(
                     (c for c in clients if _aiokafka.broker_addresses(c).get(outage.node_id) == address), None
                 )
                 if owner is None:
                     continue
+                paced = _aiokafka.reconnect_wait(owner, outage.node_id)
+                if paced is not None:
+                    if paced > 0:  # waiting, or an attempt under way (infinite: the busy turn)
+                        soonest = paced if soonest is None else min(soonest, paced)
+                    else:
+                        due.append((owner, outage.node_id))
+                    continue
+                if now < at:
+                    continue
                 due.append((owner, outage.node_id))
                 grown = min(wait * 2, self._backoff[1])
                 self._next_reconnect[address] = (now + grown, grown)
-        return due
+        return due, soonest
+
+    def _told(self, key: object) -> None:
+        """A consumer of the process reached a broker this one waits on (:meth:`ReconnectBackoff.alive`):
+        every loop running :meth:`run` turns now and sleeps only until the shortened wait ends."""
+        self._wake()
 
     def _known_addresses(self) -> set[str]:
         known: set[str] = set()

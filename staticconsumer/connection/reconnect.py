@@ -22,6 +22,11 @@ worse: a broker just started took 3 s per connection on the loaded machine, and 
 free slot read ``connected`` 15 s after its return.) Only a broker that answered is retried early, so
 the attempts while it is down stay as Java's.
 
+Nothing here connects: an attempt starts when something asks. The requests that ask came about once a
+second per client, so an attempt started up to a second after its wait had ended; the connection monitor
+asks at the end of each wait instead (``wait``, ``attempting``, and ``on_told`` for a wait shortened by
+another consumer's connect).
+
 Pure arithmetic: the clock and the random factor are inputs, so it is tested without sleeping.
 """
 
@@ -81,6 +86,7 @@ class ReconnectBackoff:
         self._failures: dict[Hashable, int] = {}
         self._not_before: dict[Hashable, float] = {}
         self._connecting: set[Hashable] = set()
+        self._told: list[Callable[[Hashable], None]] = []
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -99,6 +105,11 @@ class ReconnectBackoff:
         """Seconds until an attempt to ``key`` is allowed (0 when it is now)."""
         with self._lock:
             return max(self._not_before.get(key, now) - now, 0.0)
+
+    def attempting(self, key: Hashable) -> bool:
+        """Whether an attempt to a failed ``key`` is under way (no other may start until it ends)."""
+        with self._lock:
+            return key in self._connecting
 
     def failures(self, key: Hashable) -> int:
         """Consecutive failed attempts to ``key`` since its last good connect."""
@@ -139,12 +150,27 @@ class ReconnectBackoff:
     def alive(self, key: Hashable, now: float) -> None:
         """``key`` answered someone else at ``now``: an attempt to it may start at a random point of the
         next :attr:`stagger_s` (or sooner, if its own wait ends first; one at a time still), and a
-        failure of it starts again from the base wait, as after a good connect."""
+        failure of it starts again from the base wait, as after a good connect. Listeners
+        (:meth:`on_told`) hear of the new wait, so an attempt starts when it ends."""
         with self._lock:
-            if key in self._failures:
-                self._failures[key] = 0
-                told = now + self.stagger_s * self._stagger()
-                self._not_before[key] = min(self._not_before.get(key, told), told)
+            if key not in self._failures:
+                return
+            self._failures[key] = 0
+            told = now + self.stagger_s * self._stagger()
+            self._not_before[key] = min(self._not_before.get(key, told), told)
+            listeners = list(self._told)
+        for listener in listeners:
+            listener(key)
+
+    def on_told(self, listener: Callable[[Hashable], None], *, remove: bool = False) -> None:
+        """Call ``listener(key)`` (on the thread of the consumer that connected) whenever :meth:`alive`
+        shortens a wait: the connection monitor wakes its loops to attempt when the new wait ends, where
+        the next request that happened to ask came up to a second later (issue 27). ``remove``: stop."""
+        with self._lock:
+            if remove:
+                self._told = [f for f in self._told if f != listener]
+            elif listener not in self._told:
+                self._told.append(listener)
 
 
 _LIVE: weakref.WeakSet[ReconnectBackoff] = weakref.WeakSet()

@@ -24,6 +24,7 @@ from aiokafka.errors import KafkaConnectionError, NodeNotReadyError, UnknownTopi
 from staticconsumer import _aiokafka
 from staticconsumer.connection import ConnectionMonitor, ConnectionState
 from staticconsumer.connection.monitor import lag_tick_s
+from staticconsumer.connection.reconnect import ReconnectBackoff
 
 
 @dataclass
@@ -468,3 +469,92 @@ def test_the_lag_tick_is_a_quarter_of_the_request_timeout_within_bounds() -> Non
     assert lag_tick_s(8_000) == 2.0
     assert lag_tick_s(1_000) == 0.5
     assert lag_tick_s(600_000) == 10.0
+
+
+@dataclass
+class PacedCluster(Cluster):
+    def broker_metadata(self, node_id: int) -> Broker | None:
+        return next((b for b in self.known if b.nodeId == node_id), None)
+
+
+@dataclass
+class PacedClient(Client):
+    """A client of ours as far as the monitor reads it: a reconnect backoff, and ``ready`` counted."""
+
+    reconnect_backoff: ReconnectBackoff = field(default_factory=ReconnectBackoff)
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+    attempts: list[float] = field(default_factory=list)
+
+    async def ready(self, node_id: int) -> bool:
+        """The broker is down: an attempt the backoff lets start fails at once."""
+        key, now = "10.0.0.1:9092", time.monotonic()
+        if self.reconnect_backoff.begin(key, now):
+            self.reconnect_backoff.failed(key, now)
+            self.attempts.append(now)
+            self.asked.set()
+        return False
+
+
+def _paced_client(backoff: ReconnectBackoff) -> PacedClient:
+    return PacedClient(PacedCluster([Broker(1, "10.0.0.1", 9092)]), reconnect_backoff=backoff)
+
+
+def test_a_client_with_a_reconnect_backoff_is_asked_the_moment_its_wait_ends() -> None:
+    """Issue 27: the requests that ask for a connection came about once a second, so an attempt started
+    up to a second after its backoff allowed it; the monitor asks at the end of the wait instead (and not
+    on its own 1 s .. 30 s schedule, which would leave a returned broker unasked for up to 30 s)."""
+    monitor = ConnectionMonitor("group 'g'", reconnect_backoff_s=100.0)
+    backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    client = _paced_client(backoff)
+    monitor.watch(client)
+    monitor.failed(1, "10.0.0.1:9092", "refused", attempt=True)
+    now = time.monotonic()
+    for step in range(8):  # at the ceiling: the last failure now, 1 s to wait
+        assert backoff.begin("10.0.0.1:9092", now - 7 + step)
+        backoff.failed("10.0.0.1:9092", now - 7 + step)
+    due, soonest = monitor._due_reconnects(client)
+    assert due == [], "its wait has not ended"
+    assert soonest == pytest.approx(1.0, abs=0.05), "the run loop sleeps only until it does"
+    backoff.failed("10.0.0.1:9092", now - 1.5)  # the wait ended half a second ago
+    due, soonest = monitor._due_reconnects(client)
+    assert due == [(client, 1)]
+    assert soonest is None
+    assert monitor._due_reconnects(None)[0] == [(client, 1)], "every run turn asks until it connects"
+    assert backoff.begin("10.0.0.1:9092", now)
+    due, soonest = monitor._due_reconnects(client)
+    assert due == [], "an attempt under way: none asked"
+    assert soonest == float("inf"), "the busy turn next"
+    monitor.close()
+
+
+async def test_the_run_loop_attempts_when_a_consumer_of_the_process_reached_the_broker() -> None:
+    """Each attempt when the backoff's wait ends; told by another consumer's good connect
+    (:meth:`ReconnectBackoff.alive`), the run loop turns at once and attempts when the stagger ends, not
+    when its own wait would have (nor at its next busy turn)."""
+    key = "10.0.0.1:9092"
+    backoff = ReconnectBackoff(50, 1000, jitter=lambda: 1.0, stagger=lambda: 0.5)  # 0.2 s after the news
+    news = ReconnectBackoff(50, 1000, jitter=lambda: 1.0)
+    client = _paced_client(backoff)
+    monitor = ConnectionMonitor("group 'g'")
+    monitor.watch(client)
+    now = time.monotonic()
+    for b in (backoff, news):
+        for step in range(8):
+            assert b.begin(key, now + step - 7.8)
+            b.failed(key, now + step - 7.8)  # waiting until 0.2 s from now
+    monitor.failed(1, key, "refused", attempt=True)
+    running = asyncio.create_task(monitor.run(client, interval_s=100.0, watch_lag=False))
+    try:
+        await asyncio.wait_for(client.asked.wait(), 5)
+        assert client.attempts[0] - now >= 0.2, "not before its wait ended"
+        client.asked.clear()
+        told = time.monotonic()
+        news.connected(key, told)  # from another consumer's thread in a fleet
+        await asyncio.wait_for(client.asked.wait(), 5)
+        assert 0.2 <= client.attempts[1] - told < 0.2 + 0.6, "at the stagger, not its own 1 s wait"
+        assert len(client.attempts) == 2
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        monitor.close()

@@ -164,3 +164,25 @@ def test_only_a_consumer_that_failed_itself_passes_the_news_on() -> None:
     second.connected(key, 7.6)  # told, not failed since: no news for the third
     assert not third.begin(key, 7.61)
     assert third.begin(key, 7.65)
+
+
+def test_the_listeners_of_a_told_backoff_hear_the_broker_it_waits_on() -> None:
+    """Issue 27: a told consumer's wait ended, but nothing asked for a connection until its next request,
+    about a second later; its connection monitor listens and attempts when the shortened wait ends."""
+    key = "returning:9092"
+    waiting, unaffected, news = (ReconnectBackoff(50, 1000, jitter=lambda: 1.0) for _ in range(3))
+    heard: list[object] = []
+    not_heard: list[object] = []
+    waiting.on_told(heard.append)
+    waiting.on_told(heard.append)  # registered once however often
+    unaffected.on_told(not_heard.append)
+    _down(waiting, key, 8)
+    _down(news, key, 8)
+    news.connected(key, 7.5)
+    assert heard == [key]
+    assert not_heard == [], "a consumer that never failed to reach it has nothing to wait on"
+    waiting.on_told(heard.append, remove=True)
+    waiting.failed(key, 7.6)
+    _down(news, key, 1, start=7.6)
+    news.connected(key, 7.7)
+    assert heard == [key], "removed: told no more"

@@ -721,8 +721,51 @@ def _first_release(key: Column, position: Column) -> Column:
     return found.when(F.size(releases) > _INLINE_RELEASES, F.when(later.isNotNull(), later_end))
 
 
+def assignment_ids(events: DataFrame) -> DataFrame:
+    """Integer ids of every (session, instance, member) an assignment names, exact and order-keeping.
+
+    The ownership intervals carry these ints through their shuffle, sort and windows instead of the
+    three strings (most of each row's bytes), and only the tables that show the strings join them
+    back (:func:`with_names`). Dense ranks, not hashes, so no two names can share an id:
+
+    - ``_aid``: one per (session, instance, member), the join-back key;
+    - ``_sid``: ranks (session, owner) in string order, so ordering or taking a maximum by it is
+      ordering by the session, then the owner, as the string columns did;
+    - ``_oid``: one per owner (owner equality within the sort stage).
+
+    Few rows (about one per session): ranked in one partition, kept in memory, broadcast to readers.
+    """
+    names = (
+        events.where(F.col("type") == "assigned")
+        .select("session", "instance", "member")
+        .distinct()
+        .withColumn("owner", _owner(F.col("instance"), F.col("member")))
+    )
+    everything = Window.orderBy("session", "owner", "instance", "member")
+    ranked = names.select(
+        "*",
+        F.row_number().over(everything).cast("int").alias("_aid"),
+        F.dense_rank().over(Window.orderBy("session", "owner")).cast("int").alias("_sid"),
+        F.dense_rank().over(Window.orderBy("owner")).cast("int").alias("_oid"),
+    )
+    return materialize(ranked, CACHE)
+
+
+def with_names(frame: DataFrame, ids: DataFrame, key: str, **names: str) -> DataFrame:
+    """``frame`` with the strings of the id in column ``key`` (:func:`assignment_ids`) as ``names``
+    (new name -> one of session, instance, member, owner); a null id gives null strings."""
+    table = ids.select(F.col("_aid").alias("_nk"), *(F.col(old).alias(new) for new, old in names.items()))
+    joined = frame.join(F.broadcast(table), frame[key] == table["_nk"], "left")
+    return joined.drop("_nk")
+
+
 def ownership(
-    scanned: DataFrame, gens: DataFrame, log_end: DataFrame, options: Options, placement: Placement
+    scanned: DataFrame,
+    gens: DataFrame,
+    log_end: DataFrame,
+    options: Options,
+    placement: Placement,
+    ids: DataFrame,
 ) -> DataFrame:
     """Who owned each partition when, and how each interval was handed over from the ones before it.
 
@@ -756,6 +799,22 @@ def ownership(
     ).drop("_gg", "_gn")
     ends = log_end.select(F.col("group").alias("_lg"), "log_end_ts")
     assignments = assignments.join(F.broadcast(ends), assignments["group"] == ends["_lg"], "left").drop("_lg")
+    # The names become ints here, once per assignment, before anything is exploded.
+    named = ids.select(
+        F.col("session").alias("_is"),
+        F.col("instance").alias("_ii"),
+        F.col("member").alias("_im"),
+        "_aid",
+        "_sid",
+        "_oid",
+    )
+    assignments = assignments.join(
+        F.broadcast(named),
+        assignments["session"].eqNullSafe(named["_is"])
+        & assignments["instance"].eqNullSafe(named["_ii"])
+        & assignments["member"].eqNullSafe(named["_im"]),
+        "left",
+    ).drop("_is", "_ii", "_im", "session", "instance", "member")
     # Every partition of an assignment starts at the assignment's own time: placed in its window here,
     # once per assignment, instead of once per exploded partition after the sort (a join over the
     # largest rows of the job).
@@ -781,9 +840,9 @@ def ownership(
         partition["topic"].alias("topic"),
         partition["partition"].alias("partition"),
         "generation",
-        "session",
-        "instance",
-        "member",
+        "_aid",
+        "_sid",
+        "_oid",
         "ts",
         explicit.alias("_end"),
         "session_last_ts",
@@ -793,7 +852,8 @@ def ownership(
     )
     # The partition's hash leads the key: the sort compares one long for almost every pair of rows.
     intervals = intervals.repartition(shuffle_partitions(intervals), "_pkey", "group", "topic", "partition")
-    order = Window.partitionBy("_pkey", "group", "topic", "partition").orderBy("generation", "ts", "session")
+    # ``_sid`` orders as (session, owner) did: the same order as by session, ties broken the same way.
+    order = Window.partitionBy("_pkey", "group", "topic", "partition").orderBy("generation", "ts", "_sid")
     successor = F.least(F.lead("ts").over(order), F.col("_next_gen"))  # least/greatest skip nulls
     inferred = F.when(successor.isNotNull(), F.greatest(F.col("ts"), successor))
     explicit_end = F.col("_end.type").isNotNull()
@@ -803,10 +863,9 @@ def ownership(
         "topic",
         "partition",
         "generation",
-        "session",
-        "instance",
-        "member",
-        _owner(F.col("instance"), F.col("member")).alias("owner"),
+        "_aid",
+        "_sid",
+        "_oid",
         "ts",
         F.when(explicit_end, F.col("_end.ts")).otherwise(inferred).alias("end_ts"),
         F.when(explicit_end, F.col("_end.type"))
@@ -819,27 +878,26 @@ def ownership(
     )
     before = order.rowsBetween(Window.unboundedPreceding, -1)
     effective_end = F.coalesce(F.col("end_ts"), F.col("log_end_ts"))
-    prev = F.max(F.struct(effective_end.alias("effective_end_ts"), "session", "owner", "end_inferred")).over(
-        before
-    )
+    # The latest-ending earlier interval; ties as by (session, owner, end_inferred) before: ``_sid``
+    # ranks (session, owner), and ``_aid`` (last) only names a row among equals.
+    prev = F.max(
+        F.struct(effective_end.alias("effective_end_ts"), "_sid", "end_inferred", "_oid", "_aid")
+    ).over(before)
     handed = intervals.select(
         "*",
         prev.alias("prev"),
-        F.lag("owner").over(order).alias("_lag_owner"),
+        F.lag(F.struct("_oid", "_aid")).over(order).alias("_lag"),
         effective_end.alias("effective_end_ts"),
     )
     # Kept slim (the one frame larger than the input, written to disk and read back once per table):
     # what a reader can derive exactly from the other columns is not stored (see :func:`_handed`).
-    gap = F.col("ts") - F.col("prev.effective_end_ts")
     handed = handed.select(
         "_pkey",
         "group",
         "topic",
         "partition",
         "generation",
-        "session",
-        "instance",
-        "member",
+        "_aid",
         F.col("ts").alias("start_ts"),
         "end_ts",
         "ended_by",
@@ -847,12 +905,11 @@ def ownership(
         "session_last_ts",
         "effective_end_ts",
         F.col("prev.effective_end_ts").alias("prev_end_ts"),
-        # Only an overlap names the earlier session, and an overlap needs gap < -skew.
-        F.when(gap < -options.skew_tolerance_seconds, F.col("prev.session")).alias("prev_session"),
-        (F.col("prev.owner") == F.col("owner")).alias("_prev_same"),
-        F.when(F.col("prev.owner") != F.col("owner"), F.col("prev.owner")).alias("_prev_other"),
+        # The previous owners' interval (its session and owner by name: only the tables join them).
+        F.col("prev._aid").alias("_prev_aid"),
         F.col("prev.end_inferred").alias("prev_end_inferred"),
-        F.when(F.col("_lag_owner") != F.col("owner"), F.col("_lag_owner")).alias("_moved_from"),
+        # A move: the interval just before in order belongs to another owner.
+        F.when(F.col("_lag._oid") != F.col("_oid"), F.col("_lag._aid")).alias("_moved_from"),
         "window",
     )
     gap_window = in_window(handed.withColumnRenamed("window", "_start_window"), placement, "prev_end_ts")
@@ -861,22 +918,9 @@ def ownership(
 
 
 def _handed(kept: DataFrame) -> DataFrame:
-    """The kept intervals with the columns they do not store, derived exactly as they were computed.
-
-    ``owner`` from the instance and member; ``gap`` from the start and the previous owners' end (the
-    same subtraction); ``prev_owner`` is stored only where it is not the interval's own owner, and
-    ``prev_owner_in_order`` only where it differs (a move): a static fleet's rows repeated one instance
-    id four times. Projections of the kept rows: each reader computes the ones it reads.
-    """
-    return kept.select(
-        *(name for name in kept.columns if name not in ("_prev_same", "_prev_other", "_moved_from")),
-        _owner(F.col("instance"), F.col("member")).alias("owner"),
-        (F.col("start_ts") - F.col("prev_end_ts")).alias("gap"),
-        F.when(F.col("_prev_same"), _owner(F.col("instance"), F.col("member")))
-        .otherwise(F.col("_prev_other"))
-        .alias("prev_owner"),
-        F.col("_moved_from").alias("prev_owner_in_order"),
-    )
+    """The kept intervals with ``gap``, derived exactly as it was computed (the start minus the
+    previous owners' end: the same subtraction), not stored. Names stay ids (:func:`with_names`)."""
+    return kept.select("*", (F.col("start_ts") - F.col("prev_end_ts")).alias("gap"))
 
 
 @dataclass(frozen=True)
@@ -897,21 +941,23 @@ def _handover_kinds(options: Options) -> _HandoverKinds:
         is_gap=F.col("gap") > 0,
         is_overlap=(F.col("gap") < -options.skew_tolerance_seconds)
         & (overlap_end - F.col("start_ts") > options.skew_tolerance_seconds),
-        # Stored only where it differs from the owner (:func:`_handed`).
-        is_move=F.col("prev_owner_in_order").isNotNull(),
+        # Stored only where the owner before in order differs (:func:`ownership`).
+        is_move=F.col("_moved_from").isNotNull(),
     )
 
 
-def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame, DataFrame]:
+def handovers(handed: DataFrame, options: Options, ids: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Gaps (nobody owned the partition), overlaps (two owners at once) and moves between instances,
-    each with the deploy window it happened in (placed by :func:`ownership`).
+    each with the deploy window it happened in (placed by :func:`ownership`), owners and sessions by
+    name (joined back from ``ids``, :func:`assignment_ids`).
 
-    Each keeps ``_pkey`` (the partition's hash, by which ``handed`` is partitioned) for the summary;
-    the tables drop it.
+    Each keeps ``_pkey`` (the partition's hash, by which ``handed`` is partitioned); the tables drop it.
     """
     keys = ["_pkey", "group", "topic", "partition"]
     kinds = _handover_kinds(options)
-    gaps = handed.where(kinds.is_gap).select(
+    named = with_names(handed, ids, "_aid", owner="owner", session="session")
+    before = with_names(named, ids, "_prev_aid", prev_owner="owner", prev_session="session")
+    gaps = before.where(kinds.is_gap).select(
         *keys,
         F.col("prev_end_ts").alias("gap_start_ts"),
         F.col("start_ts").alias("gap_end_ts"),
@@ -923,7 +969,7 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("gap_window").alias("window"),
     )
     overlap_end = kinds.overlap_end
-    overlaps = handed.where(kinds.is_overlap).select(
+    overlaps = before.where(kinds.is_overlap).select(
         *keys,
         F.col("start_ts").alias("overlap_start_ts"),
         overlap_end.alias("overlap_end_ts"),
@@ -935,7 +981,8 @@ def handovers(handed: DataFrame, options: Options) -> tuple[DataFrame, DataFrame
         F.col("generation").alias("later_generation"),
         "window",
     )
-    moves = handed.where(kinds.is_move).select(
+    moves = with_names(named, ids, "_moved_from", prev_owner_in_order="owner")
+    moves = moves.where(kinds.is_move).select(
         *keys,
         F.col("start_ts").alias("ts"),
         F.col("prev_owner_in_order").alias("from_owner"),
@@ -1156,9 +1203,13 @@ def build(
     leader_table = materialize(in_window(leaders(events, members), placement, "ts"), CACHE)
     session_table = materialize(sessions(events), CACHE)
     log_end = events.groupBy("group").agg(F.max("ts").alias("log_end_ts"))
-    handed = ownership(scanned, gens, log_end, options, placement)
-    gaps, overlaps, moves = handovers(handed, options)
-    intervals = handed.select(
+    ids = assignment_ids(events)
+    handed = ownership(scanned, gens, log_end, options, placement, ids)
+    gaps, overlaps, moves = handovers(handed, options, ids)
+    named = with_names(
+        handed, ids, "_aid", session="session", instance="instance", member="member", owner="owner"
+    )
+    intervals = named.select(
         "group",
         "topic",
         "partition",

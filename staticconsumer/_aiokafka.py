@@ -526,6 +526,11 @@ class ProbeAnswer(msgspec.Struct, frozen=True):
     """The probe's connection, still open, with ``probe_broker(keep_for=client)``: the caller hands it to its
     client (:func:`adopt_connection`) or closes it. Never share an answer carrying it with another loop."""
 
+    def close_connection(self) -> None:
+        """Close the connection the probe kept (:attr:`connection`), when it is not handed on."""
+        if self.connection is not None:
+            self.connection.close()
+
     def topic_errors(self) -> dict[str, int] | None:
         """Kafka's error code per named topic, as :func:`topic_errors` reads them; None when the probe
         named none (an all-topics answer leaves out the topics the principal may not see)."""
@@ -842,9 +847,9 @@ def adopt_connection(client: Any, answer: ProbeAnswer, node_id: int) -> bool:
         return False
     handover.client_callback = client._on_connection_closed
     client._conns[key] = conn
-    backoff = getattr(client, "reconnect_backoff", None)
+    backoff = reconnect_backoff_of(client)
     if backoff is not None:
-        backoff.connected(f"{broker.host}:{broker.port}", time.monotonic())
+        backoff.connected(_backoff_key(client, node_id), time.monotonic())
     return True
 
 

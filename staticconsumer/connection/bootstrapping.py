@@ -113,7 +113,7 @@ async def bootstrap_answered(
                 elif answered is None:
                     answered, answer = probes[task], attempt
                 else:
-                    _close(attempt)
+                    attempt.close_connection()
     finally:
         for task in pending:
             task.cancel()
@@ -121,7 +121,7 @@ async def bootstrap_answered(
             with contextlib.suppress(asyncio.CancelledError):
                 outcome = await task
                 if isinstance(outcome, _aiokafka.ProbeAnswer):  # answered as it was cancelled
-                    _close(outcome)
+                    outcome.close_connection()
     if answered is None:
         raise _failure(settings, _in_listed_order(attempts, settings.bootstrap_servers), limit_ms)
     for attempt in attempts:
@@ -130,7 +130,7 @@ async def bootstrap_answered(
     if answer is not None and _aiokafka.adopt_bootstrap(client, answer, topics=adopt_topics):
         return f"{host}:{port}", answer  # the probe's metadata is the client's: no bootstrap connection
     if answer is not None:
-        _close(answer)
+        answer.close_connection()
     try:
         async with asyncio.timeout(max(deadline - loop.time(), 0) + limit_ms / 1000):
             await _aiokafka.bootstrap_from(client, host, port)
@@ -140,12 +140,6 @@ async def bootstrap_answered(
             "the bootstrap server stopped answering", [ConnectionAttempt(f"{host}:{port}", "error", detail)]
         ) from error
     return f"{host}:{port}", None
-
-
-def _close(answer: _aiokafka.ProbeAnswer) -> None:
-    """Close the connection a probe kept (``keep_connection``), when it is not handed on."""
-    if answer.connection is not None:
-        answer.connection.close()
 
 
 def _in_listed_order(attempts: list[ConnectionAttempt], servers: tuple[str, ...]) -> list[ConnectionAttempt]:

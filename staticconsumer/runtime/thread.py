@@ -666,8 +666,8 @@ class MembershipThread:
                         # open another).
                         tasks.append(asyncio.ensure_future(_aiokafka.open_early(client, found.node_id)))
                         await asyncio.sleep(0)  # the attempt starts (its connect is sent) before we go on
-                if kept is not None and kept.connection is not None:
-                    kept.connection.close()
+                if kept is not None:
+                    kept.close_connection()
                 await preloading  # AFTER_THE_PROBE: loaded while the probe waited
                 from .topics import TopicWatch
 

@@ -156,6 +156,8 @@ def test_job_tables_agree_with_a_real_rolling_bounce(
             assert moved_in_bounce == 0, "every restarted instance got its own partitions back"
         else:
             assert totals["restarts"] == 0, "dynamic members have no identity that survives a restart"
+            # The analysis knows members by member id, which a dynamic restart renews: its own
+            # partitions going back to it count as moves here (unlike the demo's per-process count).
             assert moved_in_bounce > 0
     print("; ".join(report))
 
@@ -189,8 +191,11 @@ def test_the_demo_says_what_each_mode_bought_and_paid_beside_its_unowned_time(
     assert f"records delayed up to {static.longest_delay:.1f}s end to end" in static_line
     # Records produced while a member restarts wait for it: about its start to first record, or more.
     assert static.longest_delay >= 0.5 * min(static.restart_to_first_record), static.restart_to_first_record
-    assert dynamic.moved > 0
+    # Eager dynamic rebalances always take every partition from the members that kept running; whether
+    # one lands on another process depends on where the restarted member's fresh random member id sorts
+    # (the range assignor orders by member id), so "moved" may be 0 by chance (about 1 run in 27).
     assert dynamic.revoked_from_others > 0
+    assert dynamic.rebalances > 0
     assert dynamic_line.startswith(
         f"  dynamic  {dynamic.moved} partitions moved, {dynamic.revoked_from_others} revoked from members "
         f"that did not restart, {dynamic.processed_twice} records processed twice; "

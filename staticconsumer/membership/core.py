@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -33,7 +34,6 @@ from . import actions as act
 from . import events as ev
 from . import rules
 from .backoff import Backoff
-from .commits import CommitBook, PendingCommit, verdict_error
 from .coordinator import CoordinatorLookup
 from .inflight import InFlight, Request, RequestKind
 from .observe import Milestone
@@ -49,6 +49,9 @@ from .types import (
     RequestToken,
     TopicPartition,
 )
+
+if TYPE_CHECKING:
+    from .commits import CommitBook, PendingCommit
 
 log = logging.getLogger("staticconsumer.membership")
 
@@ -115,7 +118,9 @@ class MachineCore:
         self._leadership_guessed = False
         self._coordinator = CoordinatorLookup(self._backoff)
         self._requests = InFlight()
-        self._commits = CommitBook()
+        self._commit_book: CommitBook | None = None
+        """Made at the first commit (:attr:`_commits`): a restart reaches its first record without one, so
+        it does not load the commit bookkeeping on the way (issue 26)."""
         self._ownership = Ownership()
         self._next_request_id = 1
         self._last_poll_at = 0.0
@@ -295,7 +300,16 @@ class MachineCore:
     @property
     def committed_offsets(self) -> Mapping[TopicPartition, int]:
         """Highest offset per partition that the coordinator acknowledged from this member."""
-        return self._commits.committed
+        return {} if self._commit_book is None else self._commit_book.committed
+
+    @property
+    def _commits(self) -> CommitBook:
+        """The commit bookkeeping, made (and its module loaded) when the first commit needs it."""
+        if self._commit_book is None:
+            from .commits import CommitBook
+
+            self._commit_book = CommitBook()
+        return self._commit_book
 
     @property
     def milestones(self) -> tuple[Milestone, ...]:
@@ -457,7 +471,7 @@ class MachineCore:
         reason = ReleaseReason.FENCED if fenced else ReleaseReason.FATAL
         self._emit(act.StopFetching(reason=reason))
         self._emit_all(self._ownership.abandon(reason))
-        for pending in self._commits.abandon():
+        for pending in self._commit_book.abandon() if self._commit_book is not None else ():
             self._emit(act.CommitCompleted(commit_id=pending.commit_id, offsets=pending.offsets, error=error))
         self._ended()
         # A leave already sent is still answered (it is best effort, and a stop may wait for it).
@@ -543,6 +557,8 @@ class MachineCore:
     def _send_commit(self, commit_id: int | None, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int:
         token = self._send(RequestKind.COMMIT)
         frozen = dict(offsets)
+        from .commits import PendingCommit
+
         self._commits.sent(PendingCommit(commit_id, frozen, token))
         self._emit(
             act.SendOffsetCommit(
@@ -614,6 +630,8 @@ class MachineCore:
         if verdict is Verdict.RESENT:
             self._park(pending, event.token.generation)
             return
+        from .commits import verdict_error
+
         error = fenced or verdict_error(
             verdict, code, event.token.generation, rejoining=self._rejoining(), retry=reaction.retry_hint
         )

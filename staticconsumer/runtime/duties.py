@@ -9,15 +9,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from staticconsumer.leader import GroupView, MetadataWatch, PartitionCounts, audit_reason, unowned_partitions
+if TYPE_CHECKING:
+    from staticconsumer.leader import GroupView, MetadataWatch, PartitionCounts
 
 log = logging.getLogger("staticconsumer.leader")
 
 
 CountsFetcher = Callable[[frozenset[str]], Awaitable[dict[str, int]]]
-GroupDescriber = Callable[[], Awaitable[GroupView | None]]
+GroupDescriber = Callable[[], Awaitable["GroupView | None"]]
 RejoinRequester = Callable[[str], None]
 AuditVerdict = Literal["rejoined", "rebalancing", "checked"]
 
@@ -47,13 +48,36 @@ class LeaderDuties:
         self._partition_counts = partition_counts
         self._describe = describe
         self._rejoin = rejoin
-        self.watch: MetadataWatch | None = None
+        self._watch: MetadataWatch | None = None
+        self._unbuilt: tuple[int, frozenset[str], dict[str, int], bool] | None = None
+        """A watch told of but not built yet (:attr:`watch`): the decisions' module
+        (``staticconsumer.leader``) loads when a round first reads it, after the first fetch, not on a
+        restart's way to its first record (issue 26)."""
         self.led: frozenset[str] = frozenset()
         """The topics watched as the last generation's leader (empty once a generation is followed):
         the likely leader of the next generation reads them as it rejoins."""
         self._audit_generation: int | None = None
         self._audited: set[int] = set()
         self._wake = asyncio.Event()
+
+    @property
+    def watch(self) -> MetadataWatch | None:
+        """What this member watches in its current generation, if it has one."""
+        if self._unbuilt is not None:
+            from staticconsumer.leader import MetadataWatch
+
+            self._watch, self._unbuilt = MetadataWatch(*self._unbuilt), None
+        return self._watch
+
+    def _watch_from(
+        self, generation: int, watched: frozenset[str], snapshot: dict[str, int], leader: bool
+    ) -> None:
+        self._watch, self._unbuilt = None, (generation, watched, snapshot, leader)
+
+    def _watched_generation(self) -> int | None:
+        if self._unbuilt is not None:
+            return self._unbuilt[0]
+        return None if self._watch is None else self._watch.generation
 
     # -- inputs from the driver -----------------------------------------------------------------
 
@@ -63,20 +87,20 @@ class LeaderDuties:
         """We lead ``generation``; ``counts`` are the partitions the assignment was computed from, if any."""
         watched = group_topics | self._own_topics()
         snapshot = dict(counts) if counts is not None else {}
-        self.watch = MetadataWatch(generation, watched, snapshot, leader=True)
+        self._watch_from(generation, watched, snapshot, leader=True)
         self.led = watched
         if counts is None:
             self._wake.set()  # take the snapshot now (SkipAssignment: nothing was computed)
 
     def leadership_guessed(self, generation: int) -> None:
         """A below-v9 broker named a leader minted for our instance id: lead, learning members by describe."""
-        self.watch = MetadataWatch(generation, self._own_topics(), {}, leader=True)
+        self._watch_from(generation, self._own_topics(), {}, leader=True)
         self._wake.set()
 
     def assigned(self, generation: int, leading: bool) -> None:
         """Stable in ``generation``: audit the coordinator's assignment once for this generation."""
-        if not leading and (self.watch is None or self.watch.generation != generation):
-            self.watch = MetadataWatch(generation, self._own_topics(), {}, leader=False)
+        if not leading and self._watched_generation() != generation:
+            self._watch_from(generation, self._own_topics(), {}, leader=False)
         if not leading:
             self.led = frozenset()
         if generation not in self._audited:
@@ -85,7 +109,7 @@ class LeaderDuties:
 
     def membership_lost(self) -> None:
         """No generation any more (rejoining, fenced, stopped): nothing to watch until the next one."""
-        self.watch = None
+        self._watch = self._unbuilt = None
         self._audit_generation = None
 
     # -- the loop -------------------------------------------------------------------------------
@@ -147,6 +171,8 @@ class LeaderDuties:
         assigns from metadata read after it began, and its generation gets an audit of its own; a check
         against this generation's counts would only ask for one more rebalance.
         """
+        from staticconsumer.leader import audit_reason, unowned_partitions
+
         view = await self._describe()
         if view is None:
             return "checked", None  # the coordinator did not say: the metadata check still runs

@@ -32,7 +32,6 @@ from staticconsumer.errors import (
     StaticConsumerError,
     UnsupportedVersionForFieldError,
 )
-from staticconsumer.leader import DescribedMember, GroupView
 from staticconsumer.membership import (
     FailureKind,
     GroupProtocol,
@@ -65,6 +64,7 @@ from .requests import REQUESTS, RequestSpec
 if TYPE_CHECKING:
     from uuid import UUID
 
+    from staticconsumer.leader import GroupView
     from staticconsumer.membership import AnyMachine
     from staticconsumer.runtime import PartitionOwner
 
@@ -954,6 +954,8 @@ class MembershipLoop:
 
     async def _describe_group(self) -> GroupView | None:
         """The coordinator's view: each member's subscribed topics and its current assignment."""
+        from staticconsumer.leader import DescribedMember, GroupView
+
         if self._coordinator is None:
             return None
         versions = await _aiokafka.broker_versions(self._client, self._coordinator)

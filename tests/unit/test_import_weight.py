@@ -475,3 +475,73 @@ def test_cooperative_sticky_user_data_has_one_encoder_the_codec_module_re_export
     for generation in (-1, 7, 2**31 - 1, -(2**31)):
         assignor.on_assignment(MemberAssignment([]), generation)
         assert userdata.decode_cooperative_user_data(assignor.subscription_user_data(())) == generation
+
+
+AFTER_THE_FIRST_RECORD = ("staticconsumer.leader", "staticconsumer.membership.commits")
+"""What a restarting member first needs once its first records are in (issue 26): the leader's decisions
+(``staticconsumer.leader``: the metadata watch and the ownership audit, whose first round waits for the
+first fetch; a follower's join never reads them) and the commit bookkeeping (the first commit comes
+after the first records, or never with auto-commit off)."""
+
+
+def test_a_classic_start_path_loads_neither_the_leaders_decisions_nor_the_commit_bookkeeping() -> None:
+    code = (
+        CONSTRUCT + "\nimport staticconsumer.runtime.loop, staticconsumer.runtime.requests, "
+        "staticconsumer.runtime.thread, staticconsumer.membership.classic"
+    )
+    assert _loaded_after(code, watched=AFTER_THE_FIRST_RECORD) == []
+
+
+MEMBERSHIP_HARNESS = Path(__file__).parent / "membership"
+
+
+def test_a_machine_loads_its_commit_bookkeeping_at_its_first_commit() -> None:
+    """A classic static member joined, synced and handed its partitions has no commit book yet (and
+    reports no committed offset); the first commit makes it, and its answer is kept as before."""
+    code = (
+        "import staticconsumer.membership.machine as front\n"
+        "from staticconsumer.membership.classic import ClassicMachine\n"
+        "front.MembershipMachine = ClassicMachine  # the harness machine, not KIP-848 (which commits too)\n"
+        f"sys.path.insert(0, {str(MEMBERSHIP_HARNESS)!r})\n"
+        "from membership_harness import Harness, one, tp\n"
+        "from staticconsumer.membership import actions as act\n"
+        "h = Harness()\n"
+        "h.become_stable(generation=3)\n"
+        "assert h.m.committed_offsets == {}\n"
+        "assert 'staticconsumer.membership.commits' not in sys.modules, 'loaded before any commit'\n"
+        "send = one(h.commit(7, t0=5), act.SendOffsetCommit)\n"
+        "done = one(h.commit_answer(send), act.CommitCompleted)\n"
+        "assert (done.commit_id, done.error) == (7, None)\n"
+        "assert h.m.committed_offsets == {tp('t', 0): 5}"
+    )
+    assert _loaded_after(code, watched=AFTER_THE_FIRST_RECORD) == ["staticconsumer.membership.commits"]
+
+
+def test_the_leader_duties_load_their_decisions_when_a_round_reads_the_watch() -> None:
+    """Told of a generation (assigned, or elected with SkipAssignment), the duties keep what to watch
+    without loading ``staticconsumer.leader``; the watch a round reads is the same as before, and a new
+    generation or a lost membership replaces or drops it."""
+    code = (
+        "import asyncio\n"
+        "from staticconsumer.runtime.duties import LeaderDuties\n"
+        "async def never(*args):\n"
+        "    raise AssertionError('no I/O here')\n"
+        "async def main():\n"
+        "    d = LeaderDuties(own_topics=lambda: frozenset({'a'}), refresh_interval=60.0,\n"
+        "                     partition_counts=never, describe=never, rejoin=lambda reason: None)\n"
+        "    d.assigned(3, leading=False)\n"
+        "    d.assigned(3, leading=False)\n"
+        "    d.leader_elected(4, frozenset({'b'}), None)\n"
+        "    assert d.led == {'a', 'b'}\n"
+        "    assert 'staticconsumer.leader' not in sys.modules, 'loaded before a round'\n"
+        "    from staticconsumer.leader import MetadataWatch\n"
+        "    assert d.watch == MetadataWatch(4, frozenset({'a', 'b'}), {}, leader=True)\n"
+        "    assert d.watch is d.watch\n"
+        "    d.assigned(5, leading=False)\n"
+        "    assert d.watch == MetadataWatch(5, frozenset({'a'}), {}, leader=False)\n"
+        "    assert d.led == frozenset()\n"
+        "    d.membership_lost()\n"
+        "    assert d.watch is None\n"
+        "asyncio.run(main())"
+    )
+    assert _loaded_after(code, watched=AFTER_THE_FIRST_RECORD) == ["staticconsumer.leader"]

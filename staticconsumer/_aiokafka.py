@@ -33,7 +33,7 @@ import re
 import struct
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
 import msgspec
@@ -1007,10 +1007,16 @@ def fetch_partitions(consumer: Any, partitions: list[Any], topics: frozenset[str
     track_topics(consumer, topics)
 
 
-def fetched_now(consumer: Any, partitions: list[Any], max_records: int | None = None) -> dict[Any, list[Any]]:
+def fetched_now(
+    consumer: Any, partitions: Collection[Any], max_records: int | None = None
+) -> dict[Any, list[Any]]:
     """The records the fetcher has already fetched from ``partitions`` (up to ``max_records``, else
     max_poll_records), taken without suspending: so the caller can hold the partitions back before the
     fetcher reads ahead, and a poll whose records are ready costs no task and no loop iteration.
+
+    ``partitions`` is any collection of partitions equal to aiokafka's (``(topic, partition)`` tuples);
+    the fetcher asks of each partition it holds records of whether it is in it, so a set is the cheap
+    one. Empty means every partition assigned to the fetcher, as in ``getmany()``.
 
     ``getmany(timeout_ms=0)`` does the same but is a coroutine the caller would have to await; this
     drives aiokafka's ``fetched_records`` for its one synchronous step. Errors of the fetch (offset out

@@ -77,6 +77,10 @@ class ApplicationPartitions:
         replaces, a store per record was ~100 ns of a ~1.5 us record under ``async for`` (issue 26)."""
         self._iterator: Iterator[Record] = _HANDED_OUT
         """The draining segment's iterator (exhausted when there is none): ``take_one``'s one lookup."""
+        self._buffered = False
+        """False only while no partition's buffer holds a record (``take`` skips its look at each
+        partition then): ``buffer`` sets it, a ``take`` that left none clears it. A segment (``take_one``)
+        is taken out of records ``buffer`` put there, and ``take`` folds it back before it looks."""
         self.hand_over_until = -math.inf
         """Buffered records are handed over without the consumer's per-poll work (liveness, auto-commit)
         only before this monotonic instant: ``tick`` sets it after that work, ``end_tick`` clears it."""
@@ -164,6 +168,19 @@ class ApplicationPartitions:
         held = self._held.get(partition)
         return held is not None and held is token and held.fetching
 
+    def still_fetching(self, fetched: Mapping[Any, list[Record]]) -> Records:
+        """The non-empty batches of ``fetched`` (keyed by aiokafka's partitions) of partitions fetched
+        now, keyed by ours: records of a partition no longer fetched are dropped (read again by its
+        next owner from the committed offset)."""
+        result: Records = {}
+        held = self._held
+        for tp, batch in fetched.items():
+            ours = TopicPartition(tp.topic, tp.partition)
+            found = held.get(ours)
+            if batch and found is not None and found.fetching:
+                result[ours] = batch
+        return result
+
     def consumed_position(self, partition: TopicPartition) -> int | None:
         """The consumed position of one partition (None: unknown or not held). Safe to call from
         another thread (the lag gauge's exporter): it reads, never moves, the draining segment."""
@@ -183,12 +200,19 @@ class ApplicationPartitions:
         """Buffered records of fetched partitions not paused (up to ``max_records``), oldest first per
         partition."""
         self._fold()
+        if not self._buffered:  # a getmany user buffers nothing: no look at every partition a poll
+            return {}
         result: Records = {}
         budget = max_records if max_records is not None else sys.maxsize
+        left = False
         for tp, held in self._held.items():
+            if not held.buffer:
+                continue
             if budget <= 0:
+                left = True
                 break
-            if not held.buffer or (wanted and tp not in wanted) or tp in self._paused:
+            if (wanted and tp not in wanted) or tp in self._paused:
+                left = True
                 continue
             queue = held.buffer
             if len(queue) <= budget:
@@ -196,10 +220,12 @@ class ApplicationPartitions:
                 queue.clear()
             else:
                 rows = [queue.popleft() for _ in range(budget)]
+                left = True
             if not queue and held.held_back is not None:
                 self._release(held)
             result[tp] = rows
             budget -= len(rows)
+        self._buffered = left
         return result
 
     # -- the tick: buffered records handed over without the per-poll work ---------------------------
@@ -303,6 +329,7 @@ class ApplicationPartitions:
             held = self._held.get(tp)
             if held is not None and held.fetching and rows:
                 held.buffer.extend(rows)
+                self._buffered = True
                 if held.held_back is None and fetcher is not None:
                     ktp = _kafka(tp)
                     with contextlib.suppress(Exception):  # not the fetcher's (any more): nothing to hold

@@ -545,6 +545,19 @@ class StaticConsumer:
             self._raise_if_unusable()
             fetching = self._partitions.fetching
             owned = fetching if not wanted else fetching & wanted
+            if owned:
+                # Records already fetched are taken without suspending: waiting on the fetcher (two tasks
+                # and an asyncio.wait) costs several loop iterations a poll, a tenth of getmany's
+                # throughput. ``owned`` goes to the fetcher as it is: our TopicPartition hashes and
+                # compares as aiokafka's, and the fetcher only asks ``tp in owned`` of each partition
+                # it holds records of (a list of aiokafka's built for every poll, scanned once per such
+                # partition, was most of getmany's cost beyond aiokafka's own, issue 26). Nothing can
+                # change hands in between: no suspension.
+                ready = _aiokafka.fetched_now(self._fetcher, owned, max_records)
+                if ready:
+                    result = self._partitions.still_fetching(ready)
+                    if result:
+                        return result
             remaining = max(0.0, deadline - time.monotonic())
             if not owned:
                 if remaining <= 0:
@@ -553,11 +566,7 @@ class StaticConsumer:
                 continue
             holding = self._partitions.holding(owned)
             fetch_from = [KafkaTopicPartition(tp.topic, tp.partition) for tp in owned]
-            # Records already fetched are taken without suspending: waiting on the fetcher (two tasks and
-            # an asyncio.wait) costs several loop iterations a poll, a tenth of getmany's throughput.
-            records = _aiokafka.fetched_now(self._fetcher, fetch_from, max_records) or (
-                await self._interruptible_fetch(fetch_from, remaining, max_records)
-            )
+            records = await self._interruptible_fetch(fetch_from, remaining, max_records)
             self._raise_if_unusable()
             if records is None:
                 if time.monotonic() >= deadline:
@@ -567,7 +576,7 @@ class StaticConsumer:
             # the generation (a cooperative member keeps fetching through rebalances; dropping them
             # would skip them, as the fetcher has moved past them). Those of a partition revoked, lost
             # or assigned anew meanwhile are dropped: they are read again from the committed offset.
-            result: Records = {}
+            result = {}
             for tp, batch in records.items():
                 ours = TopicPartition(tp.topic, tp.partition)
                 token = holding.get(ours)
@@ -585,13 +594,8 @@ class StaticConsumer:
         owned = fetching if not wanted else fetching & wanted
         if not owned or limit <= 0:
             return {}
-        ready = _aiokafka.fetched_now(self._fetcher, [_kafka(tp) for tp in owned], limit)
-        result: Records = {}
-        for tp, batch in ready.items():
-            ours = TopicPartition(tp.topic, tp.partition)
-            if batch and ours in fetching:
-                result[ours] = batch
-        return result
+        ready = _aiokafka.fetched_now(self._fetcher, owned, limit)
+        return self._partitions.still_fetching(ready) if ready else {}
 
     async def _interruptible_fetch(
         self, owned: list[KafkaTopicPartition], seconds: float, max_records: int | None

@@ -111,8 +111,8 @@ def message_key(key: object, max_length: int = DEFAULT_KEY_MAX_LENGTH) -> str | 
     """
     if key is None or max_length <= 0:
         return None
-    if isinstance(key, bytes | bytearray | memoryview):
-        raw = key if type(key) is bytes else bytes(key)  # aiokafka's keys are bytes: no copy
+    if type(key) is bytes or isinstance(key, bytes | bytearray | memoryview):  # aiokafka's: bytes
+        raw = key if type(key) is bytes else bytes(key)  # no copy of bytes
         if len(raw) > 4 * max_length:
             return None
         try:
@@ -384,12 +384,16 @@ class RecordTracer:
 
         The per-record call: without an SDK (as ``requested`` last found) it costs two attribute
         reads."""
+        # The task is asked for once for both: ending the previous record's span detaches its context
+        # in the task that attached it, and the new one is attached in this task (a context is
+        # attached only while tracing, and tracing, once on, stays on).
+        task = _current_task() if self._tracing_on else None
         processing = self._open
         if processing is not None:
             self._open = None
-            self._finish(processing, None)
+            self._finish_in(processing, None, task)
         if self._tracing_on or self._metering_on:
-            self._open = self._start(record, count=True)
+            self._open = self._start(record, True, task)
 
     def end(self, error: BaseException | None = None) -> None:
         """End the open process span, recording ``error`` if it is an ``Exception``."""
@@ -541,9 +545,12 @@ class RecordTracer:
                     budget -= 1
         return links
 
-    def _start(self, record: Record, count: bool = False) -> _Processing:
-        """Open the record's process span and make it current. The per-record path under an SDK:
-        what only depends on the partition or on the caller's context is looked up, not rebuilt."""
+    def _start(
+        self, record: Record, count: bool = False, task: asyncio.Task[Any] | None = None
+    ) -> _Processing:
+        """Open the record's process span and make it current, in ``task`` (the current one: the
+        caller asked for it; None: ask here). The per-record path under an SDK: what only depends on
+        the partition or on the caller's context is looked up, not rebuilt."""
         started = time.time_ns()
         where = self._last_partition
         if where is None or where.partition != record.partition or where.topic != record.topic:
@@ -581,10 +588,8 @@ class RecordTracer:
             start_time=started,
         )
         token = otel_context.attach(trace.set_span_in_context(span, parent))
-        try:
-            task: asyncio.Task[Any] | None = asyncio.current_task()
-        except RuntimeError:  # no running event loop
-            task = None
+        if task is None:
+            task = _current_task()
         return _Processing(record, span, token, task, started, where.process_metric)
 
     def _detach(self, processing: _Processing) -> None:
@@ -595,13 +600,15 @@ class RecordTracer:
             otel_context.detach(token)
 
     def _finish(self, processing: _Processing, error: BaseException | None) -> None:
+        self._finish_in(processing, error, _current_task() if processing.token is not None else None)
+
+    def _finish_in(
+        self, processing: _Processing, error: BaseException | None, task: asyncio.Task[Any] | None
+    ) -> None:
+        """End ``processing``'s span; ``task`` is the current task (None: none, or nothing attached)."""
         token = processing.token
         if token is not None:  # _detach, inlined: this runs once per record
             processing.token = None
-            try:
-                task: asyncio.Task[Any] | None = asyncio.current_task()
-            except RuntimeError:  # no running event loop
-                task = None
             if processing.task is task:
                 otel_context.detach(token)
         now = time.time_ns()

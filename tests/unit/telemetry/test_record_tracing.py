@@ -346,6 +346,37 @@ async def test_a_record_requested_from_another_task_is_ended_without_detach_erro
     assert not [r for r in caplog.records if r.name == "opentelemetry.context"], caplog.text
 
 
+async def test_delivered_detaches_a_record_context_only_in_the_task_that_attached_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``delivered`` ends the previous record and starts the next with one look at the current task:
+    the previous record's context is detached only where it was attached, the next one's is attached
+    (and later detached) here."""
+    sdk = Sdk()
+    tracer = sdk.record_tracer()
+    rows = [record(i) for i in range(3)]
+
+    async def elsewhere() -> int:
+        tracer.delivered(rows[0])
+        return current_span_id()
+
+    with caplog.at_level(logging.DEBUG, logger="opentelemetry.context"):
+        assert await asyncio.ensure_future(elsewhere()) != 0
+        assert current_span_id() == 0, "the other task's context stayed there"
+        tracer.delivered(rows[1])  # ends record 0 (attached in the other task): nothing to detach here
+        first = current_span_id()
+        assert first != 0
+        tracer.delivered(rows[2])  # ends record 1: detached here, record 2 attached in its place
+        assert current_span_id() not in (0, first)
+        tracer.end()
+    assert current_span_id() == 0, "every context attached in this task was detached"
+    spans = by_offset(sdk.spans("process orders"))
+    assert sorted(spans) == [0, 1, 2]
+    assert spans[1].context is not None
+    assert spans[1].context.span_id == first
+    assert not [r for r in caplog.records if r.name == "opentelemetry.context"], caplog.text
+
+
 async def test_without_an_sdk_nothing_is_recorded_and_no_context_is_attached() -> None:
     sdk = Sdk()
     tracer = sdk.record_tracer(tracer_provider=trace.NoOpTracerProvider(), meter_provider=NoOpMeterProvider())

@@ -268,3 +268,25 @@ def test_exclude_internal_topics_decides_whether_a_pattern_matches_internal_topi
     assert subscription.exclude_internal is exclude
     subscription.refresh(["orders", "__consumer_offsets", "payments"])
     assert subscription.topics == matched
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({}, 1000),  # twice the 500 ms long poll: no look-again while a fetch waits on the broker
+        ({"fetch_max_wait_ms": 3000}, 6000),
+        ({"fetch_max_wait_ms": 50}, 200),  # never more often than aiokafka's 200 ms
+        ({"consumer_timeout_ms": 200}, 200),  # the application's own value wins
+        ({"consumer_timeout_ms": 0, "fetch_max_wait_ms": 3000}, 0),
+    ],
+)
+async def test_the_fetchers_look_again_outlasts_its_long_poll_unless_the_application_sets_it(
+    options: dict[str, Any], expected: int
+) -> None:
+    kwargs = StaticConsumer("orders", **MINIMAL, **options)._fetcher_kwargs()
+    assert kwargs["consumer_timeout_ms"] == expected
+    fetcher = AIOKafkaConsumer(**kwargs)
+    try:
+        assert fetcher._consumer_timeout == expected / 1000  # what its Fetcher gets as fetcher_timeout
+    finally:
+        await fetcher.stop()

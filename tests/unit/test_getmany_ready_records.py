@@ -16,7 +16,7 @@ from aiokafka import ConsumerRecord
 from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 from staticconsumer.membership import TopicPartition
-from tests.unit.test_consumer_cooperative_fetch import AiokafkaLikeFetcher, consumer_with, record, stable
+from tests.unit.fetcher_model import AiokafkaLikeFetcher, consumer_with, record, stable
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 Rows = list[ConsumerRecord[Any, Any]]

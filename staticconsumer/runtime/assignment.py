@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 import assignors as assignor_lib
 from staticconsumer import errors as _errors  # AssignorError: defined on first use (issue 26)
 from staticconsumer._aiokafka import PartitionReplicas
-from staticconsumer.membership import JoinGroupMember, TopicPartition
-from staticconsumer.protocol import Assignment, Subscription, TopicPartitions, assigned_partitions
+from staticconsumer.membership import JoinGroupMember
+from staticconsumer.protocol import Assignment, Subscription, TopicPartitions
 from staticconsumer.settings import rebalance_protocol_of as rebalance_protocol_of
 
 
@@ -125,8 +125,3 @@ def validate_cooperative_assignment(
         f"round: {shown}{more}; a partition that moves must first be revoked by its owner (left "
         f"unassigned for one rebalance)",
     )
-
-
-def decode_assignment(data: bytes) -> list[TopicPartition]:
-    """A SyncGroup assignment as partitions (an empty one means the leader gave this member nothing)."""
-    return [TopicPartition(topic, partition) for topic, partition in assigned_partitions(data)]

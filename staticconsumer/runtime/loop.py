@@ -50,12 +50,12 @@ from staticconsumer.protocol import (
     Message,
     Subscription,
     TopicPartitions,
+    assigned_partitions,
     subscribed_topics,
 )
 from staticconsumer.runtime import MemberSnapshot
 from staticconsumer.runtime import Subscription as Topics
 
-from .assignment import compute_assignment, decode_assignment, decode_members, topic_infos
 from .duties import LeaderDuties
 from .metadata import TopicMetadata, TopicReplicas
 from .offsets import fetch_committed
@@ -180,6 +180,26 @@ class _Inbox:
         if self._timer is not None:
             self._timer.cancel()
         self._timer, self._timer_at = None, None
+
+
+def decode_assignment(data: bytes) -> list[TopicPartition]:
+    """A SyncGroup assignment as partitions (an empty one means the leader gave this member nothing).
+
+    Defined here, where every classic member needs it, not with the leader's step (``assignment``): a
+    member that computes no assignment (a follower, a static leader told SkipAssignment) never loads
+    that module (issue 26)."""
+    return [TopicPartition(topic, partition) for topic, partition in assigned_partitions(data)]
+
+
+def compute_assignment(
+    assignor: assignor_lib.Assignor,
+    members: Sequence[assignor_lib.Member],
+    topics: Mapping[str, assignor_lib.TopicInfo],
+) -> dict[str, bytes]:
+    """The leader's step (``assignment.compute_assignment``), loaded on a leader's first computation."""
+    from .assignment import compute_assignment as compute
+
+    return compute(assignor, members, topics)
 
 
 class MembershipLoop:
@@ -641,6 +661,8 @@ class MembershipLoop:
     # -- the leader's step ------------------------------------------------------------------------
 
     async def _assign(self, a: actions.RunAssignor) -> None:
+        from .assignment import decode_members, topic_infos  # the leader's step: loaded by a leader only
+
         name = a.protocol_name or self._assignor_order[0]
         try:
             assignor = self._assignors[name]

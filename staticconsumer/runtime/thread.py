@@ -785,7 +785,7 @@ class MembershipThread:
         from staticconsumer.membership.types import MembershipConfig
         from staticconsumer.protocol.consumer import subscribed_topics
 
-        from .assignment import decode_assignment
+        from .loop import decode_assignment
 
         return MembershipConfig.from_settings(
             self._settings, decode_assignment=decode_assignment, decode_subscription=subscribed_topics

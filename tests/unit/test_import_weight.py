@@ -477,11 +477,16 @@ def test_cooperative_sticky_user_data_has_one_encoder_the_codec_module_re_export
         assert userdata.decode_cooperative_user_data(assignor.subscription_user_data(())) == generation
 
 
-AFTER_THE_FIRST_RECORD = ("staticconsumer.leader", "staticconsumer.membership.commits")
+AFTER_THE_FIRST_RECORD = (
+    "staticconsumer.leader",
+    "staticconsumer.membership.commits",
+    "staticconsumer.runtime.assignment",
+)
 """What a restarting member first needs once its first records are in (issue 26): the leader's decisions
 (``staticconsumer.leader``: the metadata watch and the ownership audit, whose first round waits for the
-first fetch; a follower's join never reads them) and the commit bookkeeping (the first commit comes
-after the first records, or never with auto-commit off)."""
+first fetch; a follower's join never reads them), the commit bookkeeping (the first commit comes
+after the first records, or never with auto-commit off), and the leader's assignment step
+(``runtime.assignment``: a follower, and a static leader told SkipAssignment, compute nothing)."""
 
 
 def test_a_classic_start_path_loads_neither_the_leaders_decisions_nor_the_commit_bookkeeping() -> None:
@@ -490,6 +495,19 @@ def test_a_classic_start_path_loads_neither_the_leaders_decisions_nor_the_commit
         "staticconsumer.runtime.thread, staticconsumer.membership.classic"
     )
     assert _loaded_after(code, watched=AFTER_THE_FIRST_RECORD) == []
+
+
+def test_the_leaders_assignment_step_loads_when_a_leader_computes() -> None:
+    """Every member decodes its own assignment with the loop's decoder; the leader's step loads with a
+    leader's first computation."""
+    code = (
+        CONSTRUCT + "\nimport staticconsumer.runtime.loop as loop\n"
+        "assert loop.decode_assignment(b'') == []\n"
+        "assert 'staticconsumer.runtime.assignment' not in sys.modules\n"
+        "import assignors\n"
+        "assert loop.compute_assignment(assignors.RangeAssignor(), [], {}) == {}"
+    )
+    assert _loaded_after(code, watched=AFTER_THE_FIRST_RECORD) == ["staticconsumer.runtime.assignment"]
 
 
 MEMBERSHIP_HARNESS = Path(__file__).parent / "membership"

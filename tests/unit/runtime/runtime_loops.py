@@ -9,8 +9,7 @@ from staticconsumer.connection.access import CoordinatorAddress
 from staticconsumer.membership import MembershipConfig, RebalanceProtocol, new_machine
 from staticconsumer.protocol import subscribed_topics
 from staticconsumer.runtime import Subscription as Topics
-from staticconsumer.runtime.assignment import decode_assignment
-from staticconsumer.runtime.loop import MembershipLoop
+from staticconsumer.runtime.loop import MembershipLoop, decode_assignment
 
 
 class NoOwner:

@@ -1,8 +1,9 @@
 """The rarer public errors of ``staticconsumer.errors``, defined on first use (issue 26).
 
-Broker codes a consumer's start does not raise, KIP-848's errors and the analytics tool's: building their
-classes cost every ``import staticconsumer``. Import them from ``staticconsumer.errors`` (whose module
-``__getattr__`` loads this one); their ``__module__`` is ``staticconsumer.errors``.
+Broker codes a consumer's start does not raise, KIP-848's errors, a failed bootstrap's and the analytics
+tool's: building their classes cost every ``import staticconsumer``. Import them from
+``staticconsumer.errors`` (whose module ``__getattr__`` loads this one); their ``__module__`` is
+``staticconsumer.errors``.
 """
 
 # aiokafka ships no type information, so its classes are Any to mypy; subclassing them is the point here.
@@ -10,8 +11,10 @@ classes cost every ``import staticconsumer``. Import them from ``staticconsumer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
+import msgspec
 from aiokafka import errors as _aiokafka
 
 from staticconsumer.errors import BrokerError, ErrorCode, ProtocolError, StaticConsumerError
@@ -199,6 +202,71 @@ class AssignorError(StaticConsumerError):
     def __init__(self, assignor: str, message: str) -> None:
         self.assignor = assignor
         super().__init__(f"assignor {assignor!r} {message}")
+
+
+# -- A bootstrap that failed (staticconsumer.connection.bootstrapping) ------------------------------------
+
+
+class ConnectionAttempt(msgspec.Struct, frozen=True):
+    """What happened at one bootstrap server, phrased for the operator (never holds a secret).
+
+    ``outcome`` is one of ``refused``, ``unresolvable``, ``unreachable``, ``connect-timeout``,
+    ``no-answer``, ``closed``, ``tls``, ``authentication``, ``error``.
+    """
+
+    address: str
+    outcome: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.address}: {self.detail}"
+
+
+class BrokerConnectionError(StaticConsumerError, _aiokafka.KafkaConnectionError):
+    """No bootstrap server could be used; ``attempts`` says what happened at each, one line per server.
+
+    aiokafka's ``start()`` raises KafkaConnectionError("Unable to bootstrap ...") in the same case, so
+    this is one (``retriable`` as there, except for the two causes that retrying cannot fix).
+    """
+
+    def __init__(self, summary: str, attempts: Sequence[ConnectionAttempt]) -> None:
+        self.summary = summary
+        self.attempts = tuple(attempts)
+        listing = "".join(f"\n  - {attempt}" for attempt in self.attempts)
+        super().__init__(summary + listing)
+
+
+class BrokerUnreachableError(BrokerConnectionError, ConnectionError):
+    """Nothing took the TCP connection: nothing listening, an unknown host, no route, or a dropped SYN."""
+
+
+class BrokerNotRespondingError(BrokerConnectionError, TimeoutError):
+    """A server took the TCP connection but sent no Kafka answer within ``timeout_ms``."""
+
+    def __init__(self, summary: str, attempts: Sequence[ConnectionAttempt], timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        super().__init__(summary, attempts)
+
+
+class BrokerHandshakeError(BrokerConnectionError, ConnectionError):
+    """The broker answered but the connection failed in TLS or before authenticating: almost always a
+    ``security.protocol`` that is not the listener's (TLS against plaintext, plaintext against SASL...)."""
+
+    retriable = False
+
+
+class AuthenticationFailedError(BrokerConnectionError, _aiokafka.AuthenticationFailedError):
+    """The broker refused the SASL credentials or mechanism; ``mechanism`` and ``username`` say which
+    (the password never appears). Retrying cannot help: fix the credentials or the broker's users."""
+
+    retriable = False
+
+    def __init__(
+        self, summary: str, attempts: Sequence[ConnectionAttempt], mechanism: str, username: str | None
+    ) -> None:
+        self.mechanism = mechanism
+        self.username = username
+        super().__init__(summary, attempts)
 
 
 def _named_as_public() -> None:

@@ -24,7 +24,7 @@ from aiokafka.structs import TopicPartition as KafkaTopicPartition
 
 import assignors as assignor_lib
 from staticconsumer import _aiokafka, _inputs
-from staticconsumer._partitions import ApplicationPartitions, Partitions, RecordIteration, Records
+from staticconsumer._partitions import ApplicationPartitions, Partitions, RecordIteration
 from staticconsumer.connection.monitor import ConnectionMonitor, ConnectionState, lag_tick_s
 from staticconsumer.connection.reconnect import ReconnectBackoff
 from staticconsumer.errors import (
@@ -49,6 +49,7 @@ from staticconsumer.telemetry import (
 )
 
 if TYPE_CHECKING:
+    from staticconsumer._partitions import Records
     from staticconsumer.eventlog import EventLog
     from staticconsumer.membership import MembershipObserver
     from staticconsumer.protocol import Message

@@ -324,7 +324,13 @@ _RARE: Final = frozenset(
         "AnalyticsInputError",
         "ApiVersionOutOfRangeError",
         "AssignorError",
+        "AuthenticationFailedError",
+        "BrokerConnectionError",
+        "BrokerHandshakeError",
+        "BrokerNotRespondingError",
+        "BrokerUnreachableError",
         "ClusterAuthorizationFailedError",
+        "ConnectionAttempt",
         "CoordinatorLoadInProgressError",
         "CorruptMessageError",
         "FencedMemberEpochError",
@@ -355,8 +361,9 @@ _RARE: Final = frozenset(
     }
 )
 """Public classes defined in ``staticconsumer._errors_rare``, loaded on first use (issue 26): the broker
-codes a consumer's start never raises, KIP-848's and the analytics tool's errors. Their ``__module__`` is
-this module, so ``staticconsumer.errors.X``, ``from staticconsumer.errors import X`` and pickle all work."""
+codes a consumer's start never raises, KIP-848's errors, a failed bootstrap's (with ``ConnectionAttempt``)
+and the analytics tool's. Their ``__module__`` is this module, so ``staticconsumer.errors.X``,
+``from staticconsumer.errors import X`` and pickle all work."""
 
 
 class _Registry(msgspec.Struct, frozen=True):
@@ -405,7 +412,13 @@ if TYPE_CHECKING:
     from staticconsumer._errors_rare import AnalyticsInputError as AnalyticsInputError
     from staticconsumer._errors_rare import ApiVersionOutOfRangeError as ApiVersionOutOfRangeError
     from staticconsumer._errors_rare import AssignorError as AssignorError
+    from staticconsumer._errors_rare import AuthenticationFailedError as AuthenticationFailedError
+    from staticconsumer._errors_rare import BrokerConnectionError as BrokerConnectionError
+    from staticconsumer._errors_rare import BrokerHandshakeError as BrokerHandshakeError
+    from staticconsumer._errors_rare import BrokerNotRespondingError as BrokerNotRespondingError
+    from staticconsumer._errors_rare import BrokerUnreachableError as BrokerUnreachableError
     from staticconsumer._errors_rare import ClusterAuthorizationFailedError as ClusterAuthorizationFailedError
+    from staticconsumer._errors_rare import ConnectionAttempt as ConnectionAttempt
     from staticconsumer._errors_rare import CoordinatorLoadInProgressError as CoordinatorLoadInProgressError
     from staticconsumer._errors_rare import CorruptMessageError as CorruptMessageError
     from staticconsumer._errors_rare import FencedMemberEpochError as FencedMemberEpochError
@@ -523,71 +536,6 @@ class DuplicateInstanceIdError(ConfigurationError):
 
 class StaticMembershipUnsupportedError(StaticConsumerError, _aiokafka.IncompatibleBrokerVersion):
     """The broker is too old to carry group.instance.id; refusing beats silently joining as dynamic."""
-
-
-# -- Connecting to the cluster (staticconsumer.connection) ----------------------------------------------
-
-
-class ConnectionAttempt(msgspec.Struct, frozen=True):
-    """What happened at one bootstrap server, phrased for the operator (never holds a secret).
-
-    ``outcome`` is one of ``refused``, ``unresolvable``, ``unreachable``, ``connect-timeout``,
-    ``no-answer``, ``closed``, ``tls``, ``authentication``, ``error``.
-    """
-
-    address: str
-    outcome: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.address}: {self.detail}"
-
-
-class BrokerConnectionError(StaticConsumerError, _aiokafka.KafkaConnectionError):
-    """No bootstrap server could be used; ``attempts`` says what happened at each, one line per server.
-
-    aiokafka's ``start()`` raises KafkaConnectionError("Unable to bootstrap ...") in the same case, so
-    this is one (``retriable`` as there, except for the two causes that retrying cannot fix).
-    """
-
-    def __init__(self, summary: str, attempts: Sequence[ConnectionAttempt]) -> None:
-        self.summary = summary
-        self.attempts = tuple(attempts)
-        listing = "".join(f"\n  - {attempt}" for attempt in self.attempts)
-        super().__init__(summary + listing)
-
-
-class BrokerUnreachableError(BrokerConnectionError, ConnectionError):
-    """Nothing took the TCP connection: nothing listening, an unknown host, no route, or a dropped SYN."""
-
-
-class BrokerNotRespondingError(BrokerConnectionError, TimeoutError):
-    """A server took the TCP connection but sent no Kafka answer within ``timeout_ms``."""
-
-    def __init__(self, summary: str, attempts: Sequence[ConnectionAttempt], timeout_ms: int) -> None:
-        self.timeout_ms = timeout_ms
-        super().__init__(summary, attempts)
-
-
-class BrokerHandshakeError(BrokerConnectionError, ConnectionError):
-    """The broker answered but the connection failed in TLS or before authenticating: almost always a
-    ``security.protocol`` that is not the listener's (TLS against plaintext, plaintext against SASL...)."""
-
-    retriable = False
-
-
-class AuthenticationFailedError(BrokerConnectionError, _aiokafka.AuthenticationFailedError):
-    """The broker refused the SASL credentials or mechanism; ``mechanism`` and ``username`` say which
-    (the password never appears). Retrying cannot help: fix the credentials or the broker's users."""
-
-    retriable = False
-
-    def __init__(
-        self, summary: str, attempts: Sequence[ConnectionAttempt], mechanism: str, username: str | None
-    ) -> None:
-        self.mechanism = mechanism
-        self.username = username
-        super().__init__(summary, attempts)
 
 
 class MissingTopicsError(StaticConsumerError):

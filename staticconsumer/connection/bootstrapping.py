@@ -14,18 +14,13 @@ import contextlib
 import logging
 import socket
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from staticconsumer import _aiokafka
-from staticconsumer.errors import (
-    AuthenticationFailedError,
-    BrokerConnectionError,
-    BrokerHandshakeError,
-    BrokerNotRespondingError,
-    BrokerUnreachableError,
-    ConnectionAttempt,
-)
+from staticconsumer import _aiokafka, errors
 from staticconsumer.settings import Settings
+
+if TYPE_CHECKING:  # the failures' classes are built when a bootstrap fails (errors' rare ones: issue 26)
+    from staticconsumer.errors import BrokerConnectionError, ConnectionAttempt
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +103,7 @@ async def bootstrap_answered(
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 attempt = task.result()
-                if isinstance(attempt, ConnectionAttempt):
+                if not isinstance(attempt, _aiokafka.ProbeAnswer):
                     attempts.append(attempt)
                 elif answered is None:
                     answered, answer = probes[task], attempt
@@ -136,8 +131,9 @@ async def bootstrap_answered(
             await _aiokafka.bootstrap_from(client, host, port)
     except Exception as error:
         detail = f"answered a probe, then failed to bootstrap: {type(error).__name__}: {error}"
-        raise BrokerConnectionError(
-            "the bootstrap server stopped answering", [ConnectionAttempt(f"{host}:{port}", "error", detail)]
+        raise errors.BrokerConnectionError(
+            "the bootstrap server stopped answering",
+            [errors.ConnectionAttempt(f"{host}:{port}", "error", detail)],
         ) from error
     return f"{host}:{port}", None
 
@@ -223,26 +219,26 @@ async def _reach(host: str, port: int, deadline: float, limit_ms: int) -> Connec
         async with asyncio.timeout_at(deadline):
             _, writer = await asyncio.open_connection(host, port)
     except socket.gaierror as error:
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "unresolvable",
             f"cannot resolve host {host!r} ({error.strerror}); check bootstrap.servers",
         )
     except ConnectionRefusedError:
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "refused",
             "nothing is listening there (connection refused): is the broker running, and is this the port "
             "of one of its listeners?",
         )
     except TimeoutError:
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "connect-timeout",
             f"no TCP connection within {limit_ms} ms: the host is down, or a firewall drops the packets",
         )
     except OSError as error:
-        return ConnectionAttempt(address, "unreachable", f"cannot connect: {error.strerror or error}")
+        return errors.ConnectionAttempt(address, "unreachable", f"cannot connect: {error.strerror or error}")
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()
@@ -255,27 +251,27 @@ def _attempt(
     protocol = settings.security_protocol
     if failure.kind == "timeout":
         what = "the Kafka handshake" if failure.stage == "handshake" else "a Metadata request"
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "no-answer",
             f"accepted the TCP connection but did not answer {what} within {limit_ms} ms: is this a Kafka "
             f"listener, and does it speak security.protocol {protocol}?",
         )
     if failure.kind == "authentication" and settings.sasl_mechanism == "OAUTHBEARER":
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "authentication",
             f"the broker rejected the OAUTHBEARER token from sasl_oauth_token_provider: {failure.message}",
         )
     if failure.kind == "authentication":
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "authentication",
             f"SASL {settings.sasl_mechanism} authentication as user {settings.sasl_username!r} was refused: "
             f"{_without_password(failure.message, settings)}",
         )
     if failure.kind == "mechanism":
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "authentication",
             f"the broker does not accept SASL mechanism {settings.sasl_mechanism} on this listener "
@@ -283,15 +279,15 @@ def _attempt(
         )
     if failure.kind == "tls":
         trust = "the given ssl_context trust" if settings.ssl_context is not None else "ssl.ca.location hold"
-        return ConnectionAttempt(
+        return errors.ConnectionAttempt(
             address,
             "tls",
             f"TLS failed ({failure.message}): with security.protocol {protocol}, is this a TLS listener and "
             f"does {trust} the CA that signed its certificate?",
         )
     if failure.kind == "closed":
-        return ConnectionAttempt(address, "closed", _closed_hint(failure, protocol))
-    return ConnectionAttempt(
+        return errors.ConnectionAttempt(address, "closed", _closed_hint(failure, protocol))
+    return errors.ConnectionAttempt(
         address, "error", f"unexpected failure during {failure.stage}: {failure.message}"
     )
 
@@ -319,7 +315,7 @@ def _failure(settings: Settings, attempts: list[ConnectionAttempt], limit_ms: in
     servers = ", ".join(attempt.address for attempt in attempts)
     outcomes = {attempt.outcome for attempt in attempts}
     if "authentication" in outcomes and settings.sasl_mechanism == "OAUTHBEARER":
-        return AuthenticationFailedError(
+        return errors.AuthenticationFailedError(
             "SASL authentication failed: the broker rejected the OAUTHBEARER token from "
             "sasl_oauth_token_provider; check the token's claims (its subject, expiry, issued-at time, scope "
             "and audience) against the validator the broker's listener is configured with",
@@ -329,7 +325,7 @@ def _failure(settings: Settings, attempts: list[ConnectionAttempt], limit_ms: in
         )
     if "authentication" in outcomes:
         user = settings.sasl_username
-        return AuthenticationFailedError(
+        return errors.AuthenticationFailedError(
             f"SASL authentication failed: the broker refused mechanism {settings.sasl_mechanism} for user "
             f"{user!r}; check sasl.mechanism, sasl.username and sasl.password (not shown) and that the "
             "user exists on the brokers for this mechanism",
@@ -338,13 +334,13 @@ def _failure(settings: Settings, attempts: list[ConnectionAttempt], limit_ms: in
             user,
         )
     if outcomes & {"tls", "closed", "error"}:
-        return BrokerHandshakeError(
+        return errors.BrokerHandshakeError(
             f"connected to {servers} but the connection failed before Kafka could answer; check "
             f"security.protocol ({settings.security_protocol}) against the broker's listener",
             attempts,
         )
     if "no-answer" in outcomes:
-        return BrokerNotRespondingError(
+        return errors.BrokerNotRespondingError(
             f"no Kafka answer from the bootstrap servers within {limit_ms} ms", attempts, limit_ms
         )
-    return BrokerUnreachableError(f"cannot reach any bootstrap server ({servers})", attempts)
+    return errors.BrokerUnreachableError(f"cannot reach any bootstrap server ({servers})", attempts)

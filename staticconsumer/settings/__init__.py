@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from assignors.registry import BUILT_IN as BUILT_IN_ASSIGNORS
-from assignors.registry import names as registered_assignors
+from assignors import BUILT_IN as BUILT_IN_ASSIGNORS
+from assignors import names as registered_assignors
 from staticconsumer.connection.reconnect import (
     DEFAULT_RECONNECT_BACKOFF_MAX_MS,
     DEFAULT_RECONNECT_BACKOFF_MS,

@@ -58,7 +58,7 @@ def slow_assignor() -> Iterator[str]:
         yield SlowCooperativeSticky.name
     finally:
         SlowCooperativeSticky.delay = 0.0
-        assignors.registry._REGISTRY.pop(SlowCooperativeSticky.name, None)
+        assignors._REGISTRY.pop(SlowCooperativeSticky.name, None)
 
 
 class SyncErrors:

@@ -43,7 +43,7 @@ def registered() -> Iterator[str]:
     try:
         yield AllToTheLastInstance.name
     finally:
-        assignors.registry._REGISTRY.pop(AllToTheLastInstance.name, None)
+        assignors._REGISTRY.pop(AllToTheLastInstance.name, None)
 
 
 async def test_a_registered_assignor_named_in_the_environment_runs_the_group(

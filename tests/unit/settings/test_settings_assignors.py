@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 import assignors
-from assignors import Assignor, GroupAssignment, Member, MemberAssignment, TopicInfo
-from assignors.registry import BUILT_IN
+from assignors import BUILT_IN, Assignor, GroupAssignment, Member, MemberAssignment, TopicInfo
 from staticconsumer.errors import SettingsError
 from staticconsumer.settings import SPEC_BY_FIELD, Settings
 from staticconsumer.settings._doc import markdown_table
@@ -30,7 +29,7 @@ def custom() -> Iterator[str]:
     try:
         yield Nothing.name
     finally:
-        assignors.registry._REGISTRY.pop(Nothing.name, None)
+        assignors._REGISTRY.pop(Nothing.name, None)
 
 
 def test_a_custom_assignor_registered_before_the_settings_is_accepted_from_the_environment(

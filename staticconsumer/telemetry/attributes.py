@@ -384,7 +384,9 @@ ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     AttributeDoc(
         _c(REQUEST_OUTCOME),
         "request spans, `commit`",
-        f"`{OUTCOME_ABANDONED}` when the (re)join ended (fatal error, stop) before the answer",
+        f"`{OUTCOME_ABANDONED}` when the (re)join ended (fatal error, stop) before the answer; on a release "
+        "`commit`, when its rebalance ended first (the answer still counts in "
+        f"`{METRIC_COMMIT_DURATION}`)",
     ),
     AttributeDoc(
         _c(MESSAGING_OPERATION_NAME, MESSAGING_OPERATION_TYPE),

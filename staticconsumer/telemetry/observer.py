@@ -213,6 +213,11 @@ class _Commit:
     commit_id: int | None
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
     attributes: Attributes = field(default_factory=dict)
+    episode: _Episode | None = None
+    """The rebalance a release commit belongs to (its span's parent); None for application commits."""
+    span_open: bool = True
+    """False once the span ended before the answer (its rebalance ended first): the answer still
+    counts in the commit metrics, but no span outlives its parent."""
 
 
 class TelemetryObserver(MembershipObserver):
@@ -677,12 +682,19 @@ class TelemetryObserver(MembershipObserver):
         )
 
     def _abandon_requests(self, episode: _Episode, now: float) -> None:
-        """Close children still waiting for an answer, so no span outlives its parent."""
+        """Close children still waiting for an answer, so no span outlives its parent. A release
+        commit answered after its rebalance ended (its connection's coordinator moved on, say) keeps
+        its place for the commit metrics; only its span ends here."""
         for rid, request in list(self._requests.items()):
             if request.episode is episode:
                 del self._requests[rid]
                 request.span.set_attribute(a.REQUEST_OUTCOME, a.OUTCOME_ABANDONED)
                 request.span.end(end_time=self._ns(now))
+        for commit in self._commits.values():
+            if commit.episode is episode and commit.span_open:
+                commit.span_open = False
+                commit.span.set_attribute(a.REQUEST_OUTCOME, a.OUTCOME_ABANDONED)
+                commit.span.end(end_time=self._ns(now))
 
     def _on_stopped(self, now: float) -> None:
         episode = self._episode
@@ -694,8 +706,9 @@ class TelemetryObserver(MembershipObserver):
             episode.span.end(end_time=self._ns(now))
             self._episode = None
         for commit in self._commits.values():
-            commit.span.set_attribute(a.REQUEST_OUTCOME, a.OUTCOME_ABANDONED)
-            commit.span.end(end_time=self._ns(now))
+            if commit.span_open:
+                commit.span.set_attribute(a.REQUEST_OUTCOME, a.OUTCOME_ABANDONED)
+                commit.span.end(end_time=self._ns(now))
         self._commits.clear()
         self._commit_callers.clear()
         self._heartbeats.clear()
@@ -755,7 +768,12 @@ class TelemetryObserver(MembershipObserver):
         attrs = self._commit_attributes(action.commit_id, action.offsets, action.generation, action.member_id)
         span = self._commit_span(attrs, parent, started)
         self._commits[action.token.request_id] = _Commit(
-            span, started, action.commit_id, action.offsets, attrs
+            span,
+            started,
+            action.commit_id,
+            action.offsets,
+            attrs,
+            episode=self._episode if action.commit_id is None else None,
         )
 
     def _find_commit(self, action: act.CommitCompleted, event: ev.Event) -> tuple[int, _Commit] | None:
@@ -791,7 +809,11 @@ class TelemetryObserver(MembershipObserver):
         else:
             rid, commit = found
             del self._commits[rid]
-            span, started, attrs = commit.span, commit.started_at, commit.attributes
+            started, attrs = commit.started_at, commit.attributes
+            if not commit.span_open:  # its rebalance ended first and closed it: the metrics only
+                self._record_commit(attrs, started, now, error_type)
+                return
+            span = commit.span
             token = getattr(event, "token", None)
             if (
                 newly_fenced
@@ -800,6 +822,14 @@ class TelemetryObserver(MembershipObserver):
                 and token.request_id == rid
             ):
                 self._add_fenced_event(span, now)
+        if error_type is not None:
+            span.set_attribute(a.ERROR_TYPE, error_type)
+            span.set_status(Status(StatusCode.ERROR, error_type))
+        span.end(end_time=self._ns(now))
+        self._record_commit(attrs, started, now, error_type)
+
+    def _record_commit(self, attrs: Attributes, started: float, now: float, error_type: str | None) -> None:
+        """A commit's duration, in the membership's histogram and in the operation's."""
         metric_attrs = {**self.metric_attributes, a.COMMIT_KIND: attrs[a.COMMIT_KIND]}
         operation_attrs: Attributes = {
             **self.metric_attributes,
@@ -809,11 +839,8 @@ class TelemetryObserver(MembershipObserver):
             if key in attrs:
                 operation_attrs[key] = attrs[key]
         if error_type is not None:
-            span.set_attribute(a.ERROR_TYPE, error_type)
-            span.set_status(Status(StatusCode.ERROR, error_type))
             metric_attrs[a.ERROR_TYPE] = error_type
             operation_attrs[a.ERROR_TYPE] = error_type
-        span.end(end_time=self._ns(now))
         duration = max(0.0, now - started)
         self._instruments.commit_duration.record(duration, metric_attrs)
         self._operation_duration.record(duration, operation_attrs)

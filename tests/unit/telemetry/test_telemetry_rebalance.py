@@ -152,6 +152,39 @@ def test_rebalance_from_stable_revokes_commits_and_counts(otel: Telemetry) -> No
     assert commit_point.sum == pytest.approx(0.01)
 
 
+def test_a_release_commit_answered_after_its_rebalance_ended_ends_inside_it_and_still_counts(
+    otel: Telemetry,
+) -> None:
+    """The rebalance can end before its release commit is answered (the commit's connection lost its
+    coordinator and the rejoin went out on a new one): the commit's span ends with its parent, marked
+    abandoned, and the late answer is still measured, without stretching any span."""
+    member = Member(otel)
+    member.join_as_follower(generation=1)
+    beat = member.next_heartbeat()
+    out = member.feed(ev.HeartbeatResponse, token=beat.token, error_code=ErrorCode.REBALANCE_IN_PROGRESS)
+    member.now += 0.02
+    released = member.finish(one(out, act.PartitionsRevoked), {T0: 5, T1: 7})
+    commit, join = one(released, act.SendOffsetCommit), one(released, act.SendJoinGroup)
+    member.now += 0.3
+    sync = one(member.join_answer(join, generation=2, member_id=MEMBER), act.SendSyncGroup)
+    member.now += 0.05
+    member.sync_answer(sync, [T1])
+    ended = member.now
+    member.now += 2.0
+    member.feed(ev.OffsetCommitResponse, token=commit.token, partition_errors={T0: 0, T1: 0})
+
+    root = otel.span(named("rebalance"))
+    assert root.end_time == member.ns(ended)
+    (release,) = [s for s in otel.children(root) if s.name == named("commit", "t")]
+    assert (release.attributes or {})[a.COMMIT_KIND] == "release"
+    assert (release.attributes or {})[a.REQUEST_OUTCOME] == "abandoned"
+    assert release.end_time == root.end_time, "no span outlives its parent"
+    (commit_point,) = otel.points(a.METRIC_COMMIT_DURATION)
+    assert commit_point.attributes[a.COMMIT_KIND] == "release"
+    assert commit_point.sum == pytest.approx(2.35), "the late answer is still measured"
+    assert a.ERROR_TYPE not in commit_point.attributes
+
+
 def test_static_member_replacing_itself_after_a_poll_timeout_is_a_rejoin_not_a_rebalance(
     otel: Telemetry,
 ) -> None:

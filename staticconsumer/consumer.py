@@ -571,11 +571,9 @@ class StaticConsumer:
                 # it holds records of (a list of aiokafka's built for every poll, scanned once per such
                 # partition, was most of getmany's cost beyond aiokafka's own, issue 26). Nothing can
                 # change hands in between: no suspension.
-                ready = _aiokafka.fetched_now(self._fetcher, owned, max_records)
+                ready = self._ready_in(owned, max_records)
                 if ready:
-                    result = self._partitions.still_fetching(ready)
-                    if result:
-                        return result
+                    return ready
             remaining = max(0.0, deadline - time.monotonic())
             if not owned:
                 if remaining <= 0:
@@ -612,7 +610,13 @@ class StaticConsumer:
         owned = fetching if not wanted else fetching & wanted
         if not owned or limit <= 0:
             return {}
-        ready = _aiokafka.fetched_now(self._fetcher, owned, limit)
+        return self._ready_in(owned, limit)
+
+    def _ready_in(self, owned: Partitions, max_records: int | None) -> Records:
+        """The records the fetcher already holds for ``owned`` (``max_records`` at most), taken without
+        suspending; those of partitions no longer fetching are dropped (read again from the committed
+        offset by their next owner)."""
+        ready = _aiokafka.fetched_now(self._fetcher, owned, max_records)
         return self._partitions.still_fetching(ready) if ready else {}
 
     async def _interruptible_fetch(

@@ -118,6 +118,9 @@ class Paired(msgspec.Struct):
     theirs_seconds: Spread
     ratio_of_medians: float
     """The unpaired reading of the same restarts, for comparison."""
+    step_differences: dict[str, float] = msgspec.field(default_factory=dict)
+    """Per timeline step both sides reported: the median over pairs of ours minus theirs, seconds from
+    spawn (where a restart's gap opens: a step's difference minus the previous step's)."""
 
 
 class SizeResult(msgspec.Struct):
@@ -315,28 +318,38 @@ def _sync_targets(modes: dict[str, ModeResult]) -> list[Target]:
     ]
 
 
-def restart_pairs(ours: list[Repeat], theirs: list[Repeat]) -> list[tuple[float, float]]:
-    """(ours, theirs) seconds to first record of the restarts that pair up: the same repeat and the same
-    member, both sides completed. A repeat that failed on either side drops out whole."""
+def paired_restarts(ours: list[Repeat], theirs: list[Repeat]) -> list[tuple[RestartFigures, RestartFigures]]:
+    """The restarts that pair up: the same repeat and the same member, both sides completed. A repeat
+    that failed on either side drops out whole."""
     done = {r.repeat: r for r in theirs if r.error is None}
-    pairs: list[tuple[float, float]] = []
+    pairs: list[tuple[RestartFigures, RestartFigures]] = []
     for repeat in ours:
         other = done.get(repeat.repeat)
         if repeat.error is not None or other is None:
             continue
-        by_member = {s.member: s.seconds_to_first_record for s in other.restarts}
-        pairs.extend(
-            (s.seconds_to_first_record, by_member[s.member]) for s in repeat.restarts if s.member in by_member
-        )
+        by_member = {s.member: s for s in other.restarts}
+        pairs.extend((s, by_member[s.member]) for s in repeat.restarts if s.member in by_member)
     return pairs
+
+
+def restart_pairs(ours: list[Repeat], theirs: list[Repeat]) -> list[tuple[float, float]]:
+    """(ours, theirs) seconds to first record of each pair of :func:`paired_restarts`."""
+    return [(a.seconds_to_first_record, b.seconds_to_first_record) for a, b in paired_restarts(ours, theirs)]
 
 
 def paired(ours: str, theirs: str, results: dict[str, list[Repeat]]) -> Paired | None:
     """The paired figures of two modes bounced together; None before any pair completed."""
-    pairs = restart_pairs(results[ours], results[theirs])
-    if not pairs:
+    both = paired_restarts(results[ours], results[theirs])
+    if not both:
         return None
+    pairs = [(a.seconds_to_first_record, b.seconds_to_first_record) for a, b in both]
     mine, peer = [a for a, _ in pairs], [b for _, b in pairs]
+    differences = {
+        step: [
+            a.timeline[step] - b.timeline[step] for a, b in both if step in a.timeline and step in b.timeline
+        ]
+        for step in TIMELINE
+    }
     return Paired(
         ours,
         theirs,
@@ -345,6 +358,7 @@ def paired(ours: str, theirs: str, results: dict[str, list[Repeat]]) -> Paired |
         spread(mine),
         spread(peer),
         statistics.median(mine) / statistics.median(peer),
+        {step: statistics.median(values) for step, values in differences.items() if values},
     )
 
 

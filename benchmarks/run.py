@@ -329,7 +329,14 @@ def _paired_restarts(size: Any) -> list[str]:
         f"`{pair.theirs}` restarting member by member in alternating order): median of "
         f"{len(pair.ratios)} pair ratios **{pair.ratio.median:.2f}x** (p25 {pair.ratio.p25:.2f}, p75 "
         f"{pair.ratio.p75:.2f}); medians {pair.ours_seconds.median:.3f} s against "
-        f"{pair.theirs_seconds.median:.3f} s ({pair.ratio_of_medians:.2f}x).",
+        f"{pair.theirs_seconds.median:.3f} s ({pair.ratio_of_medians:.2f}x)."
+        + (
+            " Ours minus theirs, median over pairs, ms from spawn: "
+            + ", ".join(f"{step} {1000 * value:+.1f}" for step, value in pair.step_differences.items())
+            + "."
+            if pair.step_differences
+            else ""
+        ),
         "",
     ]
 

@@ -153,7 +153,15 @@ def test_the_paired_rolling_bounce_reaches_the_page() -> None:
     assert "Paired (`--paired`" not in render({"rolling_bounce": msgspec.json.encode(old)}, figures)
 
     def repeat(*seconds: float) -> list[Repeat]:
-        return [Repeat(0, None, restarts=[RestartFigures(i, s, 0, 0, 0, 0) for i, s in enumerate(seconds)])]
+        return [
+            Repeat(
+                0,
+                None,
+                restarts=[
+                    RestartFigures(i, s, 0, 0, 0, 0, {"first_record": s}) for i, s in enumerate(seconds)
+                ],
+            )
+        ]
 
     both = paired(
         "staticconsumer-static",
@@ -166,6 +174,6 @@ def test_the_paired_rolling_bounce_reaches_the_page() -> None:
     old["sizes"][0]["paired"] = msgspec.to_builtins(both)
     page = render({"rolling_bounce": msgspec.json.encode(old)}, figures)
     assert (
-        "median of 3 pair ratios **1.10x** (p25 1.05, p75 1.15); medians 0.330 s against 0.300 s (1.10x)."
-        in page
+        "median of 3 pair ratios **1.10x** (p25 1.05, p75 1.15); medians 0.330 s against 0.300 s (1.10x). "
+        "Ours minus theirs, median over pairs, ms from spawn: first_record +30.0." in page
     )

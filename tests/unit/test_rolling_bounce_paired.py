@@ -65,3 +65,37 @@ def test_target_reads_the_median_pair_ratio() -> None:
 
 def test_restart_order_alternates_between_the_two_groups() -> None:
     assert [pair_order(i) for i in range(4)] == [(0, 1), (1, 0), (0, 1), (1, 0)]
+
+
+def test_step_differences_are_medians_over_pairs_of_steps_both_sides_reported() -> None:
+    def restart(member: int, **steps: float) -> RestartFigures:
+        return RestartFigures(member, steps["first_record"], 0, 0, 0, 0, steps)
+
+    ours = [
+        Repeat(
+            0,
+            None,
+            restarts=[
+                restart(0, imported=0.120, coordinator=0.150, first_record=0.160),
+                restart(1, imported=0.110, coordinator=0.135, first_record=0.150),
+                restart(2, imported=0.130, first_record=0.170),
+            ],
+        )
+    ]
+    theirs = [
+        Repeat(
+            0,
+            None,
+            restarts=[
+                restart(0, imported=0.100, coordinator=0.110, first_record=0.120),
+                restart(1, imported=0.100, coordinator=0.105, first_record=0.115),
+                restart(2, imported=0.090, coordinator=0.100, first_record=0.110),
+            ],
+        )
+    ]
+    pair = paired("ours", "theirs", {"ours": ours, "theirs": theirs})
+    assert pair is not None
+    assert list(pair.step_differences) == ["imported", "coordinator", "first_record"]  # TIMELINE's order
+    assert pair.step_differences["imported"] == pytest.approx(0.020)  # of 0.020, 0.010, 0.040
+    assert pair.step_differences["coordinator"] == pytest.approx(0.035)  # member 2's ours lacks it
+    assert pair.step_differences["first_record"] == pytest.approx(0.040)  # of 0.040, 0.035, 0.060

@@ -18,6 +18,14 @@ Repeats are interleaved (the mode order rotates each repeat), so every mode sees
 conditions; results are medians with spread.
 
 Run: .venv/bin/python -m benchmarks.rolling_bounce [--members 3 6 12] [--repeats 5] [--modes ...]
+
+With ``--paired`` (issue 26) two modes (``staticconsumer-static`` and ``aiokafka-static`` unless ``--modes``
+names two) are bounced together: both groups live at once on their own topics, member i of one restarted
+and then member i of the other, the order alternating by member and by repeat, so each restart has a
+neighbour of the other client a few seconds away on the same machine state. Whole-mode blocks did not
+(an N=3 rerun read 1.00x only because aiokafka's members imported 35 % slower in their block). The size
+then carries ``paired``: the median of the pair ratios (ours / theirs, spawn to first record) beside both
+medians, and each timeline step's ours-minus-theirs, median over pairs; its target reads the pair ratios.
 Writes benchmarks/results/rolling_bounce.json (schema: ``Report``), rolling_bounce.png and
 rolling_bounce_timeline.png (matplotlib, when installed) after every full round of modes, so a run
 cut short keeps its completed rounds. Sizes not run this time are kept from the existing file.

@@ -67,32 +67,25 @@ def test_restart_order_alternates_between_the_two_groups() -> None:
     assert [pair_order(i) for i in range(4)] == [(0, 1), (1, 0), (0, 1), (1, 0)]
 
 
-def test_step_differences_are_medians_over_pairs_of_steps_both_sides_reported() -> None:
-    def restart(member: int, **steps: float) -> RestartFigures:
-        return RestartFigures(member, steps["first_record"], 0, 0, 0, 0, steps)
+def _timed(*restarts: dict[str, float]) -> list[Repeat]:
+    """One completed repeat whose restarts (member 0, 1, ...) reported these timeline steps."""
+    figures = [
+        RestartFigures(i, steps["first_record"], 0, 0, 0, 0, steps) for i, steps in enumerate(restarts)
+    ]
+    return [Repeat(0, None, restarts=figures)]
 
-    ours = [
-        Repeat(
-            0,
-            None,
-            restarts=[
-                restart(0, imported=0.120, coordinator=0.150, first_record=0.160),
-                restart(1, imported=0.110, coordinator=0.135, first_record=0.150),
-                restart(2, imported=0.130, first_record=0.170),
-            ],
-        )
-    ]
-    theirs = [
-        Repeat(
-            0,
-            None,
-            restarts=[
-                restart(0, imported=0.100, coordinator=0.110, first_record=0.120),
-                restart(1, imported=0.100, coordinator=0.105, first_record=0.115),
-                restart(2, imported=0.090, coordinator=0.100, first_record=0.110),
-            ],
-        )
-    ]
+
+def test_step_differences_are_medians_over_pairs_of_steps_both_sides_reported() -> None:
+    ours = _timed(
+        {"imported": 0.120, "coordinator": 0.150, "first_record": 0.160},
+        {"imported": 0.110, "coordinator": 0.135, "first_record": 0.150},
+        {"imported": 0.130, "first_record": 0.170},
+    )
+    theirs = _timed(
+        {"imported": 0.100, "coordinator": 0.110, "first_record": 0.120},
+        {"imported": 0.100, "coordinator": 0.105, "first_record": 0.115},
+        {"imported": 0.090, "coordinator": 0.100, "first_record": 0.110},
+    )
     pair = paired("ours", "theirs", {"ours": ours, "theirs": theirs})
     assert pair is not None
     assert list(pair.step_differences) == ["imported", "coordinator", "first_record"]  # TIMELINE's order

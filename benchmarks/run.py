@@ -319,6 +319,28 @@ def _modes_not_measured(report: Any) -> list[str]:
     ]
 
 
+def _paired_restarts(size: Any) -> list[str]:
+    """The paired reading (``--paired``): both groups live at once, restarts alternating."""
+    pair = getattr(size, "paired", None)
+    if pair is None:
+        return []
+    return [
+        f"Paired (`--paired`: both groups live at once on their own topics, `{pair.ours}` and "
+        f"`{pair.theirs}` restarting member by member in alternating order): median of "
+        f"{len(pair.ratios)} pair ratios **{pair.ratio.median:.2f}x** (p25 {pair.ratio.p25:.2f}, p75 "
+        f"{pair.ratio.p75:.2f}); medians {pair.ours_seconds.median:.3f} s against "
+        f"{pair.theirs_seconds.median:.3f} s ({pair.ratio_of_medians:.2f}x)."
+        + (
+            " Ours minus theirs, median over pairs, ms from spawn: "
+            + ", ".join(f"{step} {1000 * value:+.1f}" for step, value in pair.step_differences.items())
+            + "."
+            if pair.step_differences
+            else ""
+        ),
+        "",
+    ]
+
+
 def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
     out = [
         "## Rolling bounce",
@@ -369,6 +391,7 @@ def _rolling_bounce(report: Any, figures: set[str]) -> list[str]:
                 ]
             )
         out += _table(["mode", "completed", "rebalances", "revoked", "restart", "unowned", "away"], rows)
+        out += _paired_restarts(size)
         if any(mode.timeline for mode in size.modes):
             out += _timeline(size)
         else:

@@ -451,6 +451,137 @@ def _settled(members: list[Member], partitions: int) -> bool:
     return len(union) == partitions and sum(len(each) for each in owned) == partitions
 
 
+class _Group:
+    """One mode's group during a bounce: its member processes, its producer, its figures so far.
+    :func:`bounce` drives one; :func:`paired_bounce` drives two at once, restarting them in turn."""
+
+    def __init__(
+        self,
+        mode: Mode,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        settings: BounceSettings,
+        say: Callable[[str], None],
+    ) -> None:
+        self.mode, self.bootstrap, self.topic, self.group = mode, bootstrap, topic, group
+        self.settings, self.say = settings, say
+        self.members: list[Member] = []
+        self.everyone: list[Member] = []
+        self.seen_before: set[int] = set()
+        self.window_start = 0.0
+        self.result = BounceResult(
+            mode.name, settings.members, settings.partitions, settings.session_ms, 0, []
+        )
+        self._stop_producing = asyncio.Event()
+        self._producing: asyncio.Task[int] | None = None
+
+    async def _start(self, index: int) -> Member:
+        loop = asyncio.get_running_loop()
+        s = self.settings
+        spawn = SPAWNERS[self.mode.client]
+        return await loop.run_in_executor(
+            None, spawn, self.mode, index, self.bootstrap, self.topic, self.group, s
+        )
+
+    @staticmethod
+    async def _stop(member: Member) -> None:
+        member.stop_requested_at = time.time()
+        await asyncio.get_running_loop().run_in_executor(None, member.stop)
+
+    async def _settle(self, what: str) -> None:
+        s = self.settings
+        await _wait_for(lambda: _settled(self.members, s.partitions), s.settle_within, what)
+        if self.mode.group_protocol == "consumer":
+            await _until_reconciled(self.bootstrap, self.group, s.settle_within)
+
+    async def open(self) -> None:
+        """Start the producer and every member, and wait until the group has settled."""
+        require_client(self.mode)
+        if self.mode.client in PYTHON_CLIENTS:
+            await asyncio.get_running_loop().run_in_executor(None, warm_bytecode, (self.mode.client,))
+        s = self.settings
+        self._producing = asyncio.create_task(
+            _produce_steadily(self.bootstrap, self.topic, s.produce_per_second, self._stop_producing)
+        )
+        for index in range(s.members):
+            self.members.append(await self._start(index))
+        self.everyone = list(self.members)
+        await _wait_for(
+            lambda: _settled(self.members, s.partitions), s.settle_within, f"{self.mode.name} to settle"
+        )
+        await asyncio.sleep(s.grace)
+        await self._settle(f"{self.mode.name} to settle")
+        self.seen_before = _generations(self.everyone)
+        self.result.start_generation = max(self.seen_before)
+
+    def begin(self) -> None:
+        """The bounce window opens: restarts from now on are counted."""
+        self.window_start = time.time()
+
+    async def restart(self, index: int) -> Restart:
+        """Stop member ``index``, start its replacement, wait until it consumes and the group has settled
+        again, watch for the grace period, and return the restart's figures."""
+        s, name = self.settings, self.mode.name
+        old = self.members[index]
+        await self._stop(old)
+        new = await self._start(index)
+        self.members[index] = new
+        self.everyone.append(new)
+        await _wait_for(
+            lambda: new.first("first_record") is not None,
+            s.settle_within,
+            f"{name}: restarted member {index}'s first record",
+        )
+        await self._settle(f"{name} to settle after restart {index}")
+        await asyncio.sleep(s.grace)
+        first_record = new.first("first_record")
+        assert first_record is not None
+        restart_ended = time.time()
+        others = [m for m in self.everyone if m.index != index and m.stop_requested_at is None]
+        stopped_at = old.stop_requested_at or self.window_start
+        revoked = sum(
+            int(e.get("n", 0))
+            for m in others
+            for e in list(m.events)
+            if e["e"] in ("revoked", "lost") and stopped_at <= e["t"] <= restart_ended
+        )
+        seconds = float(first_record["t"]) - new.spawned_at
+        started, assigned = new.first("started"), new.first("assigned")
+        assert started is not None
+        assert assigned is not None
+        restart = Restart(
+            index,
+            seconds,
+            float(started["t"]) - new.spawned_at,
+            float(assigned["t"]) - new.spawned_at,
+            float(assigned["t"]) - stopped_at,
+            revoked,
+            timeline(new),
+        )
+        self.result.restarts.append(restart)
+        self.say(f"  {name} restart {index}: first record {seconds:.2f}s, {revoked} revoked from others")
+        return restart
+
+    def end(self) -> BounceResult:
+        """The bounce window closes: fold the generations and unowned partition-seconds."""
+        window_end = time.time()
+        result = self.result
+        result.generations = sorted(g for g in _generations(self.everyone) if g not in self.seen_before)
+        result.window_seconds = window_end - self.window_start
+        result.unowned_partition_seconds = unowned_partition_seconds(
+            self.everyone, self.settings.partitions, self.window_start, window_end
+        )
+        return result
+
+    async def close(self) -> None:
+        """Stop the producer and every live member (whatever happened before)."""
+        self._stop_producing.set()
+        if self._producing is not None:
+            await self._producing
+        await asyncio.gather(*(self._stop(m) for m in self.members if m.stop_requested_at is None))
+
+
 async def bounce(
     mode: Mode,
     bootstrap: str,
@@ -461,98 +592,55 @@ async def bounce(
 ) -> BounceResult:
     """Start the group, let it settle, restart every member in turn (each back within the session
     timeout), and fold what the members reported into the figures."""
-    spawn = SPAWNERS[mode.client]
+    SPAWNERS[mode.client]  # an unknown client fails before anything starts
     require_client(mode)
-    loop = asyncio.get_running_loop()
-    if mode.client in PYTHON_CLIENTS:
-        await loop.run_in_executor(None, warm_bytecode, (mode.client,))
-
-    async def start(index: int) -> Member:
-        return await loop.run_in_executor(None, spawn, mode, index, bootstrap, topic, group, settings)
-
-    async def stop(member: Member) -> None:
-        member.stop_requested_at = time.time()
-        await loop.run_in_executor(None, member.stop)
-
-    stop_producing = asyncio.Event()
-    producing = asyncio.create_task(
-        _produce_steadily(bootstrap, topic, settings.produce_per_second, stop_producing)
-    )
-    members: list[Member] = [await start(i) for i in range(settings.members)]
-    everyone = list(members)
+    group_ = _Group(mode, bootstrap, topic, group, settings, say)
     try:
-        await _wait_for(
-            lambda: _settled(members, settings.partitions), settings.settle_within, f"{mode.name} to settle"
-        )
-        await asyncio.sleep(settings.grace)
-        await _wait_for(
-            lambda: _settled(members, settings.partitions), settings.settle_within, f"{mode.name} to settle"
-        )
-        if mode.group_protocol == "consumer":
-            await _until_reconciled(bootstrap, group, settings.settle_within)
-        seen_before = _generations(everyone)
-        start_generation = max(seen_before)
-        result = BounceResult(
-            mode.name, settings.members, settings.partitions, settings.session_ms, start_generation, []
-        )
-        window_start = time.time()
+        await group_.open()
+        group_.begin()
         for index in range(settings.members):
-            old = members[index]
-            await stop(old)
-            new = await start(index)
-            members[index] = new
-            everyone.append(new)
-            await _wait_for(
-                lambda new=new: new.first("first_record") is not None,  # type: ignore[misc]
-                settings.settle_within,
-                f"{mode.name}: restarted member {index}'s first record",
-            )
-            await _wait_for(
-                lambda: _settled(members, settings.partitions),
-                settings.settle_within,
-                f"{mode.name} to settle after restart {index}",
-            )
-            if mode.group_protocol == "consumer":
-                await _until_reconciled(bootstrap, group, settings.settle_within)
-            await asyncio.sleep(settings.grace)
-            first_record = new.first("first_record")
-            assert first_record is not None
-            restart_ended = time.time()
-            others = [m for m in everyone if m.index != index and m.stop_requested_at is None]
-            stopped_at = old.stop_requested_at or window_start
-            revoked = sum(
-                int(e.get("n", 0))
-                for m in others
-                for e in list(m.events)
-                if e["e"] in ("revoked", "lost") and stopped_at <= e["t"] <= restart_ended
-            )
-            seconds = float(first_record["t"]) - new.spawned_at
-            started, assigned = new.first("started"), new.first("assigned")
-            assert started is not None
-            assert assigned is not None
-            result.restarts.append(
-                Restart(
-                    index,
-                    seconds,
-                    float(started["t"]) - new.spawned_at,
-                    float(assigned["t"]) - new.spawned_at,
-                    float(assigned["t"]) - stopped_at,
-                    revoked,
-                    timeline(new),
-                )
-            )
-            say(f"  {mode.name} restart {index}: first record {seconds:.2f}s, {revoked} revoked from others")
-        window_end = time.time()
-        result.generations = sorted(g for g in _generations(everyone) if g not in seen_before)
-        result.window_seconds = window_end - window_start
-        result.unowned_partition_seconds = unowned_partition_seconds(
-            everyone, settings.partitions, window_start, window_end
-        )
-        return result
+            await group_.restart(index)
+        return group_.end()
     finally:
-        stop_producing.set()
-        await producing
-        await asyncio.gather(*(stop(m) for m in members if m.stop_requested_at is None))
+        await group_.close()
+
+
+def pair_order(index: int) -> tuple[int, int]:
+    """Which of two groups restarts first at restart ``index``: alternating (A B, B A, A B, ...), so
+    neither side always restarts right after the other's restart settled."""
+    return (0, 1) if index % 2 == 0 else (1, 0)
+
+
+async def paired_bounce(
+    modes: tuple[Mode, Mode],
+    bootstrap: str,
+    topics: tuple[str, str],
+    settings: BounceSettings,
+    say: Callable[[str], None] = lambda line: None,
+) -> tuple[BounceResult, BounceResult]:
+    """Two groups live at once, each on its own topic (its group named after it), bounced together:
+    member i of one, then member i of the other (the order alternating per :func:`pair_order`), so
+    each restart has a neighbour of the other mode measured on the same machine state a few seconds
+    apart. Each group's figures are those :func:`bounce` gives; restarts pair by index."""
+    for mode in modes:
+        SPAWNERS[mode.client]
+        require_client(mode)
+    groups = (
+        _Group(modes[0], bootstrap, topics[0], topics[0], settings, say),
+        _Group(modes[1], bootstrap, topics[1], topics[1], settings, say),
+    )
+    try:
+        for each in groups:
+            await each.open()
+        for each in groups:
+            each.begin()
+        for index in range(settings.members):
+            for side in pair_order(index):
+                await groups[side].restart(index)
+        return groups[0].end(), groups[1].end()
+    finally:
+        for each in groups:
+            await each.close()
 
 
 def timeline(member: Member) -> dict[str, float]:

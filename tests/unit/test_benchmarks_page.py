@@ -139,3 +139,41 @@ def test_fleet_analytics_calls_only_sparks_start_fixed() -> None:
         assert "planning the tables" in work
         assert "the tables written" in work
     assert any("the ownership intervals' sort" in line for line in fleet)
+
+
+def test_the_paired_rolling_bounce_reaches_the_page() -> None:
+    """A size measured with ``--paired`` shows the median of pair ratios beside both medians; results
+    without it render as before."""
+    import msgspec
+
+    from benchmarks.rolling_bounce import Repeat, RestartFigures, paired
+
+    results, figures = committed_results()
+    old = msgspec.json.decode(results["rolling_bounce"])
+    assert "Paired (`--paired`" not in render({"rolling_bounce": msgspec.json.encode(old)}, figures)
+
+    def repeat(*seconds: float) -> list[Repeat]:
+        return [
+            Repeat(
+                0,
+                None,
+                restarts=[
+                    RestartFigures(i, s, 0, 0, 0, 0, {"first_record": s}) for i, s in enumerate(seconds)
+                ],
+            )
+        ]
+
+    both = paired(
+        "staticconsumer-static",
+        "aiokafka-static",
+        {
+            "staticconsumer-static": repeat(0.33, 0.36, 0.30),
+            "aiokafka-static": repeat(0.30, 0.30, 0.30),
+        },
+    )
+    old["sizes"][0]["paired"] = msgspec.to_builtins(both)
+    page = render({"rolling_bounce": msgspec.json.encode(old)}, figures)
+    assert (
+        "median of 3 pair ratios **1.10x** (p25 1.05, p75 1.15); medians 0.330 s against 0.300 s (1.10x). "
+        "Ours minus theirs, median over pairs, ms from spawn: first_record +30.0." in page
+    )

@@ -503,6 +503,10 @@ class MembershipLoop:
                 self._commits_unsent.append(unsent)
                 self._spawn(lambda: self._request(action, spec, unsent))
                 return
+            if isinstance(action, actions.SendSyncGroup) and not self._leads(action):
+                # A follower reads ahead first: its OffsetFetch is answered while the leader assigns, so
+                # the SyncGroup answer finds the assignment's offsets known (see _prefetch_committed).
+                self._prefetch_committed(action.generation)
             self._spawn(lambda: self._request(action, spec))
             if isinstance(action, actions.SendSyncGroup):
                 self._prefetch_committed(action.generation)
@@ -800,10 +804,17 @@ class MembershipLoop:
             log.exception("giving up %d lost partitions failed in the application", len(a.partitions))
         self._finished(a.callback_id)
 
+    def _leads(self, sync: actions.SendSyncGroup) -> bool:
+        """This SyncGroup is the leader's (it carries the assignment, or the member leads without one)."""
+        return bool(sync.assignments) or self.machine.is_leader or self.machine.leadership_guessed
+
     def _prefetch_committed(self, generation: int) -> None:
         """Read the committed offsets of every partition of the subscription as soon as ``generation`` is
-        joined, right behind SyncGroup on the same connection, so it is answered right after it (the
-        leader asks only once its SyncGroup is out: that one, every member's answer waits for).
+        joined. A follower sends the read just before its SyncGroup on the same connection: the
+        coordinator serves a connection's requests in order, so it is answered while the SyncGroup waits
+        for the leader's, and the SyncGroup answer, which comes after it, finds the offsets of the
+        assignment known and hands it over in the same turn. The leader asks only once its SyncGroup is
+        out, right behind it: that SyncGroup, every member's answer waits for.
 
         Otherwise OffsetFetch follows SyncGroup, and every member's assigned callback (so its first
         fetch) waits one round trip more, in the one interval of a rebalance in which no partition has

@@ -49,6 +49,7 @@ from staticconsumer.errors import (
     StaticMembershipUnsupportedError,
     broker_error,
 )
+from staticconsumer.membership import MemberState
 from staticconsumer.protocol import coordinator as _coordinator  # noqa: F401  (the probe's FindCoordinator)
 from staticconsumer.protocol._base import uuid_text
 from staticconsumer.protocol.api_keys import api_name
@@ -211,9 +212,22 @@ def _probed_metadata(
     return frozenset(t for t, c in codes.items() if c in settled), partitions
 
 
+_IN_BETWEEN = frozenset({MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE})
+"""Classic states a member passes through between two assignments, owning what it owned before."""
+
+
 class _OnApplicationLoop:
     """The application's PartitionOwner as the membership thread calls it: each call runs on the
-    application's loop, in the order made; awaiting the result never blocks the membership loop."""
+    application's loop, in the order made; awaiting the result never blocks the membership loop.
+
+    A snapshot in between two assignments (:data:`_IN_BETWEEN`: the JoinGroup answered, the SyncGroup
+    not yet) that changes neither the assignment, the subscription nor the error is kept back and goes
+    with the next call or snapshot, in order, rather than waking the application's thread on its own:
+    nothing the application waits for changes with it (a poll waits for partitions, start() for the
+    first assignment, both for an error), and in an eager rebalance that wake-up came as every member
+    of the group was answered its JoinGroup at once, each on the way to its SyncGroup, while no
+    partition had an owner (issue 26). ``member_id``, ``generation`` and ``is_leader`` thus change with
+    the assignment, as Java's ``groupMetadata()`` does."""
 
     def __init__(
         self,
@@ -224,16 +238,29 @@ class _OnApplicationLoop:
         self._owner = owner
         self._loop = loop
         self._explain = explain
+        self._sent = MemberSnapshot()
+        """The last snapshot handed to the application's loop."""
+        self._kept: MemberSnapshot | None = None
+        """A snapshot in between kept back (see the class), handed over before the next call."""
 
     def _later(self, call: Callable[..., Any], *args: Any) -> None:
+        self._hand_kept()
         if not self._loop.is_closed():
             self._loop.call_soon_threadsafe(call, *args)
+
+    def _hand_kept(self) -> None:
+        """The snapshot kept back, if any, ahead of the call about to be made."""
+        kept, self._kept = self._kept, None
+        if kept is not None and not self._loop.is_closed():
+            self._sent = kept
+            self._loop.call_soon_threadsafe(self._owner.membership_changed, kept)
 
     def _run(self, coroutine: Awaitable[Any]) -> asyncio.Future[Any]:
         """Scheduled on the application's loop now, as the call is made (not when the caller first
         awaits): the membership loop hands a rebalance's calls over in the turn that decided them, so
         the application's thread wakes once for them all (issue 26: each wake-up of the other thread is
         on the path of the next JoinGroup, or of the first fetch)."""
+        self._hand_kept()
         if self._loop.is_closed():
             close = getattr(coroutine, "close", None)
             if close is not None:
@@ -262,8 +289,19 @@ class _OnApplicationLoop:
         return self._run(self._owner.assign(partitions, owned, generation, committed))
 
     def membership_changed(self, snapshot: MemberSnapshot) -> None:
+        sent = self._sent
+        if (
+            snapshot.state in _IN_BETWEEN
+            and snapshot.fatal_error is None
+            and snapshot.assignment == sent.assignment
+            and snapshot.subscription == sent.subscription
+        ):
+            self._kept = snapshot  # replaces one kept before: the application would have read this next
+            return
         if snapshot.fatal_error is not None:
             snapshot = msgspec.structs.replace(snapshot, fatal_error=self._explain(snapshot.fatal_error))
+        self._kept = None  # this one follows it at once
+        self._sent = snapshot
         self._later(self._owner.membership_changed, snapshot)
 
 

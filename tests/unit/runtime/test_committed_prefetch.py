@@ -226,3 +226,55 @@ async def test_the_leader_reads_ahead_only_once_its_sync_group_is_out() -> None:
         )
     assert order == ["assign", "SendSyncGroup"]
     assert coordinator.reads == [(frozenset(tp(p) for p in range(4)), True)]
+
+
+def _sync_group(generation: int, *assignments: actions.SyncAssignment) -> actions.SendSyncGroup:
+    return actions.SendSyncGroup(
+        token=RequestToken(request_id=8, generation=generation, member_id="m"),
+        generation=generation,
+        member_id="m",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=assignments,
+    )
+
+
+async def _sent_in_order(
+    loop: MembershipLoop, coordinator: Coordinator, sync: actions.SendSyncGroup
+) -> list[str]:
+    order: list[str] = []
+
+    async def request(action: object, spec: object, unsent: object = None) -> None:
+        order.append(type(action).__name__)
+
+    async def fetch(
+        partitions: frozenset[TopicPartition], *, once: bool = False
+    ) -> Mapping[TopicPartition, int]:
+        order.append("OffsetFetch")
+        return await coordinator.fetch(partitions, once=once)
+
+    loop._request = request  # type: ignore[method-assign]
+    loop._fetch_committed = fetch  # type: ignore[method-assign]
+    async with asyncio.TaskGroup() as group:
+        loop._task_group = group
+        loop._dispatch(sync)
+    loop._task_group = None
+    return order
+
+
+async def test_a_follower_reads_ahead_just_before_its_sync_group() -> None:
+    """Answered while its SyncGroup waits for the leader's, so the SyncGroup answer, which comes after it
+    on the same connection, finds the assignment's offsets known and hands it over in the same turn."""
+    coordinator = Coordinator({tp(0): 3})
+    loop = await joined_loop(4, coordinator)
+    assert await _sent_in_order(loop, coordinator, _sync_group(6)) == ["OffsetFetch", "SendSyncGroup"]
+    assert coordinator.reads == [(frozenset(tp(p) for p in range(4)), True)], "read once"
+
+
+async def test_the_leaders_read_ahead_goes_behind_its_sync_group() -> None:
+    coordinator = Coordinator({tp(0): 3})
+    loop = await joined_loop(4, coordinator)
+    plan = actions.SyncAssignment(member_id="m", assignment=b"")
+    assert await _sent_in_order(loop, coordinator, _sync_group(6, plan)) == ["SendSyncGroup", "OffsetFetch"]
+    assert coordinator.reads == [(frozenset(tp(p) for p in range(4)), True)], "read once"

@@ -132,7 +132,7 @@ async def test_take_finds_records_buffered_after_it_found_none_and_keeps_paused_
     partitions.buffer({T0: [record(T0, 0)], T1: [record(T1, 0)]})
     # Which of the two comes first follows the assignment's order (a set's: it varies with the hash seed).
     first, second = offsets(partitions.take(frozenset(), 1)), offsets(partitions.take(frozenset(), 1))
-    assert len(first) == 1 and len(second) == 1, "one record a take, one partition each"
+    assert [len(first), len(second)] == [1, 1], "one record a take, one partition each"
     assert first | second == {T0: [0], T1: [0]}, "the partition max_records left out came next"
     partitions.buffer({T0: [record(T0, o) for o in range(3)], T1: [record(T1, o) for o in range(2)]})
     partitions.pause((T1,))

@@ -860,16 +860,15 @@ def ownership(
     # a record naming the partition again), the last one as usual.
     # Computed per assignment, below the explode: in the explode's own projection it would run once
     # per exploded row (array_distinct over every partition, for each partition: a tenth of the job).
-    keys = assignments.withColumn("_keys", _partition_keys(F.col("partitions")))
-    keys = keys.withColumn("_repeats", F.size(F.array_distinct("_keys")) < F.size("_keys"))
-    exploded = keys.select("*", F.posexplode("partitions").alias("_pos", "_p"))
-    partition, key = F.col("_p"), F.get(F.col("_keys"), F.col("_pos"))
+    repeats = assignments.withColumn("_repeats", _repeated(F.col("partitions")))
+    exploded = repeats.select("*", F.posexplode("partitions").alias("_pos", "_p"))
+    partition = F.col("_p")
     later_copy = F.array_position(
-        F.slice("_keys", F.col("_pos") + 2, F.size("_keys") - F.col("_pos") - 1), key
+        F.slice("partitions", F.col("_pos") + 2, F.size("partitions") - F.col("_pos") - 1), partition
     )
     session_end = F.struct(F.col("session_end.ts").alias("ts"), F.col("session_end.type").alias("type"))
     explicit = F.when(F.col("_repeats") & (later_copy > 0), F.struct("ts", "type")).otherwise(
-        F.coalesce(_first_release(key, F.col("_pos")), session_end)
+        F.coalesce(_first_release(partition, F.col("_pos")), session_end)
     )
     intervals = exploded.select(
         F.xxhash64("group", partition["topic"], partition["partition"]).alias("_pkey"),
@@ -989,11 +988,18 @@ def handovers(handed: DataFrame, options: Options, ids: DataFrame) -> tuple[Data
     name (joined back from ``ids``, :func:`assignment_ids`).
 
     Each keeps ``_pkey`` (the partition's hash, by which ``handed`` is partitioned); the tables drop it.
+
+    Overlaps and moves are few (none in a rollout of static members) where gaps are nearly one per
+    interval: the intervals that are either are read out of ``handed`` once, here, and kept, so the
+    overlaps and moves tables read those instead of each decoding every interval again.
     """
     keys = ["_pkey", "group", "topic", "partition"]
     kinds = _handover_kinds(options)
     named = with_names(handed, ids, "_aid", owner="owner", session="session")
     before = with_names(named, ids, "_prev_aid", prev_owner="owner", prev_session="session")
+    rare = materialize(handed.where(kinds.is_overlap | kinds.is_move), CACHE)
+    rare_named = with_names(rare, ids, "_aid", owner="owner", session="session")
+    rare_before = with_names(rare_named, ids, "_prev_aid", prev_owner="owner", prev_session="session")
     gaps = before.where(kinds.is_gap).select(
         *keys,
         F.col("prev_end_ts").alias("gap_start_ts"),
@@ -1006,7 +1012,7 @@ def handovers(handed: DataFrame, options: Options, ids: DataFrame) -> tuple[Data
         F.col("gap_window").alias("window"),
     )
     overlap_end = kinds.overlap_end
-    overlaps = before.where(kinds.is_overlap).select(
+    overlaps = rare_before.where(kinds.is_overlap).select(
         *keys,
         F.col("start_ts").alias("overlap_start_ts"),
         overlap_end.alias("overlap_end_ts"),
@@ -1018,7 +1024,7 @@ def handovers(handed: DataFrame, options: Options, ids: DataFrame) -> tuple[Data
         F.col("generation").alias("later_generation"),
         "window",
     )
-    moves = with_names(named, ids, "_moved_from", prev_owner_in_order="owner")
+    moves = with_names(rare_named, ids, "_moved_from", prev_owner_in_order="owner")
     moves = moves.where(kinds.is_move).select(
         *keys,
         F.col("start_ts").alias("ts"),

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -252,22 +252,7 @@ def shuffle_partitions(frame: DataFrame) -> int:
     return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
 
 
-def scan_counts() -> list[Column]:
-    """What the job needs to know of the whole input before it plans the tables: lines valid
-    (duplicates included), records, malformed lines, the first and last timestamps and about how
-    many groups (they size the window placement, :class:`Span`). Observed on the scan's own pass."""
-    valid = F.col("problem").isNull()
-    return [
-        F.count_if(valid).alias("valid"),
-        F.count_if(valid & ~F.col("dup")).alias("records"),
-        F.count_if(~valid).alias("malformed"),
-        F.min(F.when(valid, F.col("ts"))).alias("first_ts"),
-        F.max(F.when(valid, F.col("ts"))).alias("last_ts"),
-        F.approx_count_distinct(F.when(valid, F.col("group"))).alias("groups"),
-    ]
-
-
-def scan(parsed: DataFrame, observation: Observation | None = None) -> DataFrame:
+def scan(parsed: DataFrame) -> DataFrame:
     """The one pass over the input: every line, grouped by session and ordered by ``seq``, kept.
 
     One shuffle by session (of lines as read: the partition arrays travel unexploded) and one sort
@@ -282,8 +267,7 @@ def scan(parsed: DataFrame, observation: Observation | None = None) -> DataFrame
 
     Malformed lines stay (under a null session key, apart from every session) for the malformed
     table. Materialized (:func:`materialize`): everything after this reads the kept rows, never the
-    files again, and plans without the parse beneath. With ``observation``, the same pass gives
-    :func:`scan_counts` (``observation.get`` once this returns): no second read of the kept rows.
+    files again, and plans without the parse beneath.
     """
     valid = F.col("problem").isNull()
     keyed = parsed.withColumn("_key", F.when(valid, F.col("session"))).repartition(
@@ -308,8 +292,6 @@ def scan(parsed: DataFrame, observation: Observation | None = None) -> DataFrame
         .over(by_seq.rowsBetween(Window.unboundedPreceding, -1))
         .alias("previous_segment"),
     )
-    if observation is not None:
-        scanned = scanned.observe(observation, *scan_counts())
     return materialize_partitioned(scanned, SCAN)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from staticconsumer.errors import AnalyticsInputError
@@ -229,11 +229,17 @@ def _analyze(
         f"{shuffles} shuffle partitions (adaptive), master {session.sparkContext.master}"
     )
     with progress.step("reading and parsing every line once"):
-        # The scan's own pass counts the lines and gives the span and about how many groups (they
-        # size the window placement): observed while it is materialized, not read again for them.
-        observation = Observation("scan")
-        scanned = job.scan(job.parse(job.read_lines(session, paths)), observation)
-        counts = observation.get
+        scanned = job.scan(job.parse(job.read_lines(session, paths)))
+        valid = F.col("problem").isNull()
+        # The same pass gives the span and about how many groups (they size the window placement).
+        counts = scanned.agg(
+            F.count_if(valid).alias("valid"),
+            F.count_if(valid & ~F.col("dup")).alias("records"),
+            F.count_if(~valid).alias("malformed"),
+            F.min(F.when(valid, F.col("ts"))).alias("first_ts"),
+            F.max(F.when(valid, F.col("ts"))).alias("last_ts"),
+            F.approx_count_distinct(F.when(valid, F.col("group"))).alias("groups"),
+        ).collect()[0]
     malformed_lines = int(counts["malformed"] or 0)
     if not counts["valid"]:
         example = ""

@@ -617,8 +617,11 @@ _INLINE_RELEASES = 3
 def _partition_key(partition: Column) -> Column:
     """A (topic, partition) struct as one string, equal exactly when the structs are (a null stays null).
 
-    Arrays of strings are searched and de-duplicated by generated code with hashing; arrays of structs
-    by interpreted, pairwise comparisons (most of the ownership stage's time). The topic is
+    Arrays of strings are de-duplicated by generated code with hashing; ``array_distinct`` over
+    structs by interpreted, pairwise comparisons. Only that de-duplication needs the keys, and only
+    for an assignment whose partition numbers repeat (:func:`_repeated`): searching an array of
+    structs (``array_contains``, ``array_position``, ``=``) is generated code comparing the rows'
+    bytes, so the releases and the exploded rows compare the structs themselves. The topic is
     length-prefixed, so no topic name can make two keys collide.
     """
     topic, number = partition["topic"], partition["partition"]
@@ -635,6 +638,20 @@ def _partition_key(partition: Column) -> Column:
 def _partition_keys(partitions: Column) -> Column:
     """:func:`_partition_key` of every element."""
     return F.transform(partitions, _partition_key)
+
+
+def _repeated(partitions: Column) -> Column:
+    """Whether some (topic, partition) appears twice in ``partitions`` (nulls count as equal).
+
+    Exact, and cheap in the common case: distinct partition numbers (an int array, de-duplicated by
+    generated code with hashing) mean distinct partitions, so the keys (:func:`_partition_keys`, a
+    lambda per element) are built only for an assignment whose numbers repeat (several topics, or
+    a partition named twice): a ``when`` branch other than the first is evaluated only when taken
+    (never hoisted as a common subexpression).
+    """
+    numbers_repeat = F.size(F.array_distinct(partitions["partition"])) < F.size(partitions)
+    keys_repeat = F.size(F.array_distinct(_partition_keys(partitions))) < F.size(partitions)
+    return F.when(numbers_repeat, keys_repeat).otherwise(F.lit(False))
 
 
 def _assignments(scanned: DataFrame) -> DataFrame:
@@ -684,7 +701,7 @@ def _assignments(scanned: DataFrame) -> DataFrame:
             F.collect_list(
                 F.when(
                     role == _RELEASES,
-                    F.struct("seq", "ts", "type", _partition_keys(F.col("partitions")).alias("keys")),
+                    F.struct("seq", "ts", "type", F.col("partitions").alias("parts")),
                 )
             )
             .over(whole)
@@ -696,14 +713,16 @@ def _assignments(scanned: DataFrame) -> DataFrame:
     )
 
 
-def _first_release(key: Column, position: Column) -> Column:
+def _first_release(partition: Column, position: Column) -> Column:
     """(ts, type) of the assignment's first release (by ``seq``) that names the partition, or null.
 
     The first few releases are looked up with ``array_contains`` (generated code); a lambda only runs
     for an assignment with more releases than that. A release that names the assignment's partitions
-    in the assignment's own order (a stop's revoke of everything: the common case) has the key at the
-    partition's ``position``: that one comparison comes first, and only a miss scans the whole list
+    in the assignment's own order (a stop's revoke of everything: the common case) has the partition
+    at its ``position``: that one comparison comes first, and only a miss scans the whole list
     (each exploded row scanned half its assignment's list before: a third of the explode's CPU).
+    The (topic, partition) structs are compared as they are (generated code; nulls inside a struct
+    equal, as in :func:`_partition_key`): no key string is built for any release.
     """
     releases = F.col("releases")
     found: Column | None = None
@@ -711,12 +730,12 @@ def _first_release(key: Column, position: Column) -> Column:
         release = F.get(releases, i)
         # OR short-circuits: a hit at the same position skips the scan; a miss (null or false) gives
         # the scan's answer, so the result is array_contains' own.
-        hit = (F.get(release["keys"], position) == key) | F.array_contains(release["keys"], key)
+        hit = (F.get(release["parts"], position) == partition) | F.array_contains(release["parts"], partition)
         end = F.struct(release["ts"].alias("ts"), release["type"].alias("type"))
         found = F.when(hit, end) if found is None else found.when(hit, end)
     assert found is not None
     rest = F.slice(releases, _INLINE_RELEASES + 1, F.size(releases))
-    later = F.get(F.filter(rest, lambda r: F.array_contains(r["keys"], key)), 0)
+    later = F.get(F.filter(rest, lambda r: F.array_contains(r["parts"], partition)), 0)
     later_end = F.struct(later["ts"].alias("ts"), later["type"].alias("type"))
     return found.when(F.size(releases) > _INLINE_RELEASES, F.when(later.isNotNull(), later_end))
 
@@ -823,16 +842,15 @@ def ownership(
     # a record naming the partition again), the last one as usual.
     # Computed per assignment, below the explode: in the explode's own projection it would run once
     # per exploded row (array_distinct over every partition, for each partition: a tenth of the job).
-    keys = assignments.withColumn("_keys", _partition_keys(F.col("partitions")))
-    keys = keys.withColumn("_repeats", F.size(F.array_distinct("_keys")) < F.size("_keys"))
-    exploded = keys.select("*", F.posexplode("partitions").alias("_pos", "_p"))
-    partition, key = F.col("_p"), F.get(F.col("_keys"), F.col("_pos"))
+    repeats = assignments.withColumn("_repeats", _repeated(F.col("partitions")))
+    exploded = repeats.select("*", F.posexplode("partitions").alias("_pos", "_p"))
+    partition = F.col("_p")
     later_copy = F.array_position(
-        F.slice("_keys", F.col("_pos") + 2, F.size("_keys") - F.col("_pos") - 1), key
+        F.slice("partitions", F.col("_pos") + 2, F.size("partitions") - F.col("_pos") - 1), partition
     )
     session_end = F.struct(F.col("session_end.ts").alias("ts"), F.col("session_end.type").alias("type"))
     explicit = F.when(F.col("_repeats") & (later_copy > 0), F.struct("ts", "type")).otherwise(
-        F.coalesce(_first_release(key, F.col("_pos")), session_end)
+        F.coalesce(_first_release(partition, F.col("_pos")), session_end)
     )
     intervals = exploded.select(
         F.xxhash64("group", partition["topic"], partition["partition"]).alias("_pkey"),
@@ -952,11 +970,18 @@ def handovers(handed: DataFrame, options: Options, ids: DataFrame) -> tuple[Data
     name (joined back from ``ids``, :func:`assignment_ids`).
 
     Each keeps ``_pkey`` (the partition's hash, by which ``handed`` is partitioned); the tables drop it.
+
+    Overlaps and moves are few (none in a rollout of static members) where gaps are nearly one per
+    interval: the intervals that are either are read out of ``handed`` once, here, and kept, so the
+    overlaps and moves tables read those instead of each decoding every interval again.
     """
     keys = ["_pkey", "group", "topic", "partition"]
     kinds = _handover_kinds(options)
     named = with_names(handed, ids, "_aid", owner="owner", session="session")
     before = with_names(named, ids, "_prev_aid", prev_owner="owner", prev_session="session")
+    rare = materialize(handed.where(kinds.is_overlap | kinds.is_move), CACHE)
+    rare_named = with_names(rare, ids, "_aid", owner="owner", session="session")
+    rare_before = with_names(rare_named, ids, "_prev_aid", prev_owner="owner", prev_session="session")
     gaps = before.where(kinds.is_gap).select(
         *keys,
         F.col("prev_end_ts").alias("gap_start_ts"),
@@ -969,7 +994,7 @@ def handovers(handed: DataFrame, options: Options, ids: DataFrame) -> tuple[Data
         F.col("gap_window").alias("window"),
     )
     overlap_end = kinds.overlap_end
-    overlaps = before.where(kinds.is_overlap).select(
+    overlaps = rare_before.where(kinds.is_overlap).select(
         *keys,
         F.col("start_ts").alias("overlap_start_ts"),
         overlap_end.alias("overlap_end_ts"),
@@ -981,7 +1006,7 @@ def handovers(handed: DataFrame, options: Options, ids: DataFrame) -> tuple[Data
         F.col("generation").alias("later_generation"),
         "window",
     )
-    moves = with_names(named, ids, "_moved_from", prev_owner_in_order="owner")
+    moves = with_names(rare_named, ids, "_moved_from", prev_owner_in_order="owner")
     moves = moves.where(kinds.is_move).select(
         *keys,
         F.col("start_ts").alias("ts"),

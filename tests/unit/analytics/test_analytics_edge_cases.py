@@ -106,7 +106,31 @@ def releases_out_of_order() -> list[SyntheticSession]:
     return [a]
 
 
-SCENARIOS = [*zombie(), *skewed_handover(), *killed(), *leaders_and_windows(), *releases_out_of_order()]
+def repeated_partition_numbers() -> list[SyntheticSession]:
+    """Two topics whose partitions share numbers, and one partition named twice in an assignment:
+    the job compares whole (topic, partition) pairs, so orders-0 and payments-0 are two partitions,
+    each ended by the release that names it; of the two copies of orders-1 the earlier ends at the
+    assignment itself and the later one at the release."""
+    u0, u1 = ("payments", 0), ("payments", 1)
+    a = (
+        SyntheticSession("repeats", "pod-a", "rp-a1")
+        .joining(0)
+        .synced(1, 1, "m-a1", "m-a1", [P0, u0, P1, P1])
+    )
+    a.revoked(50, [u0]).revoked(100, [P0, P1], reason="stop").stopped(100.1)
+    b = SyntheticSession("repeats", "pod-b", "rp-b1").joining(0).synced(1, 1, "m-b1", "m-a1", [P2, u1])
+    b.revoked(70, [P2]).lost(80, [u1]).stopped(100.1)
+    return [a, b]
+
+
+SCENARIOS = [
+    *zombie(),
+    *skewed_handover(),
+    *killed(),
+    *leaders_and_windows(),
+    *releases_out_of_order(),
+    *repeated_partition_numbers(),
+]
 
 MALFORMED = [
     b'{"type":"assigned","v":1,"ts":5.0,"group":"zombie","inst',  # a line cut off by a crash
@@ -216,6 +240,22 @@ def test_each_partition_ends_at_the_first_release_naming_it_in_any_order(ordered
     ]
     totals = ordered.totals("release-order")
     assert (totals["revoked_partitions"], totals["lost_partitions"]) == (3, 1)
+
+
+def test_partitions_are_told_apart_by_topic_and_a_repeated_one_ends_at_its_assignment(
+    ordered: Analysis,
+) -> None:
+    intervals = rows(ordered.tables.ownership, "repeats", "topic", "partition", "end_ts")
+    assert [(i["topic"], i["partition"], i["end_ts"], i["ended_by"]) for i in intervals] == [
+        (T, 0, 100.0, "revoked"),
+        (T, 1, 1.0, "assigned"),
+        (T, 1, 100.0, "revoked"),
+        (T, 2, 70.0, "revoked"),
+        ("payments", 0, 50.0, "revoked"),
+        ("payments", 1, 80.0, "lost"),
+    ]
+    totals = ordered.totals("repeats")
+    assert (totals["revoked_partitions"], totals["lost_partitions"], totals["double_owned"]) == (4, 1, 0)
 
 
 def test_deploy_windows_leaders_and_skip_assignment(ordered: Analysis) -> None:

@@ -26,6 +26,8 @@ neighbour of the other client a few seconds away on the same machine state. Whol
 (an N=3 rerun read 1.00x only because aiokafka's members imported 35 % slower in their block). The size
 then carries ``paired``: the median of the pair ratios (ours / theirs, spawn to first record) beside both
 medians, and each timeline step's ours-minus-theirs, median over pairs; its target reads the pair ratios.
+A paired run of a size keeps the modes an earlier run of that size measured, and an unpaired run keeps
+the pair figures an earlier paired run left (``--fresh`` drops both): run a size unpaired, then paired.
 Writes benchmarks/results/rolling_bounce.json (schema: ``Report``), rolling_bounce.png and
 rolling_bounce_timeline.png (matplotlib, when installed) after every full round of modes, so a run
 cut short keeps its completed rounds. Sizes not run this time are kept from the existing file.
@@ -530,6 +532,25 @@ def to_repeat(repeat: int, outcome: BounceResult) -> Repeat:
     )
 
 
+def merge_size(previous: SizeResult | None, current: SizeResult, paired_run: bool) -> SizeResult:
+    """One size's entry after a run of it: a paired run (``--paired``) adds its pair figures to the modes
+    an earlier run of the size measured, and an unpaired run keeps the pair figures an earlier paired run
+    left, so the two kinds of run of one size no longer replace each other's figures (``--fresh`` drops
+    both). Each target is re-read from the figures it belongs to."""
+    if previous is None:
+        return current
+    source = previous if paired_run else current
+    pair = current.paired if paired_run else previous.paired
+    if pair is None:
+        return current
+    targets = [t for t in source.targets if not _is_paired_target(t)]
+    return msgspec.structs.replace(source, targets=[*targets, paired_target(pair)], paired=pair)
+
+
+def _is_paired_target(target: Target) -> bool:
+    return "median of paired restart-to-first-record ratios" in target.target
+
+
 def load(path: Path) -> Report | None:
     if not path.exists():
         return None
@@ -703,10 +724,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     previous = None if args.fresh else load(RESULTS / f"{NAME}.json")
     kept = [s for s in previous.sizes if s.members not in args.members] if previous else []
+    earlier = {s.members: s for s in previous.sizes} if previous else {}
     measured: list[SizeResult] = []
 
     def save(current: SizeResult | None) -> Path:
-        sizes = [*kept, *measured, *([current] if current is not None else [])]
+        runs = [*measured, *([current] if current is not None else [])]
+        sizes = [*kept, *(merge_size(earlier.get(s.members), s, args.paired) for s in runs)]
         report = Report(NAME, sorted(sizes, key=lambda s: s.members))
         path = write_json(report, NAME)
         plot(report, path.with_suffix(".png"))

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.common import Environment
 from benchmarks.rolling_bounce import (
     Repeat,
     RestartFigures,
+    SizeResult,
+    _is_paired_target,
+    merge_size,
     paired,
     paired_target,
     restart_pairs,
+    size_result,
 )
-from staticconsumer.bounce import pair_order
+from staticconsumer.bounce import BounceSettings, pair_order
 
 
 def _repeat(repeat: int, *seconds: float, error: str | None = None) -> Repeat:
@@ -92,3 +97,32 @@ def test_step_differences_are_medians_over_pairs_of_steps_both_sides_reported() 
     assert pair.step_differences["imported"] == pytest.approx(0.020)  # of 0.020, 0.010, 0.040
     assert pair.step_differences["coordinator"] == pytest.approx(0.035)  # member 2's ours lacks it
     assert pair.step_differences["first_record"] == pytest.approx(0.040)  # of 0.040, 0.035, 0.060
+
+
+def _size(results: dict[str, list[Repeat]], pair: list[str] | None = None) -> SizeResult:
+    env = Environment(2, None, "cpu", "3.11", "linux", {}, "4.3.1", "", False, "", "")
+    return size_result(env, BounceSettings(members=3), 1, results, pair)
+
+
+def test_a_paired_run_and_an_unpaired_run_of_one_size_keep_each_others_figures() -> None:
+    three = {
+        "staticconsumer-static": [_repeat(0, 0.30, 0.31, 0.32)],
+        "aiokafka-static": [_repeat(0, 0.25, 0.26, 0.27)],
+        "staticconsumer-dynamic": [_repeat(0, 0.5, 0.5, 0.5)],
+    }
+    unpaired = _size(three)
+    pair_modes = ["staticconsumer-static", "aiokafka-static"]
+    paired_run = _size({m: three[m] for m in pair_modes}, pair_modes)
+    assert merge_size(None, paired_run, paired_run=True) is paired_run
+
+    merged = merge_size(unpaired, paired_run, paired_run=True)
+    assert [m.mode for m in merged.modes] == list(three), "the earlier run's modes stay"
+    assert merged.paired == paired_run.paired
+    assert sum(_is_paired_target(t) for t in merged.targets) == 1
+
+    again = _size({**three, "staticconsumer-dynamic": [_repeat(0, 0.7, 0.7, 0.7)]})
+    rerun = merge_size(merged, again, paired_run=False)
+    assert rerun.modes == again.modes, "an unpaired run replaces the modes"
+    assert rerun.paired == paired_run.paired, "and keeps the earlier pair figures"
+    assert sum(_is_paired_target(t) for t in rerun.targets) == 1
+    assert merge_size(unpaired, again, paired_run=False) is again

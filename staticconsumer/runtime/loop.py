@@ -503,12 +503,17 @@ class MembershipLoop:
                 self._commits_unsent.append(unsent)
                 self._spawn(lambda: self._request(action, spec, unsent))
                 return
-            if isinstance(action, actions.SendSyncGroup) and not self._leads(action):
-                # A follower reads ahead first: its OffsetFetch is answered while the leader assigns, so
-                # the SyncGroup answer finds the assignment's offsets known (see _prefetch_committed).
+            if not isinstance(action, actions.SendSyncGroup):
+                self._spawn(lambda: self._request(action, spec))
+                return
+            # A follower reads ahead first: its OffsetFetch is answered while the leader assigns, so the
+            # SyncGroup answer finds the assignment's offsets known; the leader's read goes behind its
+            # SyncGroup, which every member's answer waits for (see _prefetch_committed).
+            leads = self._leads(action)
+            if not leads:
                 self._prefetch_committed(action.generation)
             self._spawn(lambda: self._request(action, spec))
-            if isinstance(action, actions.SendSyncGroup):
+            if leads:
                 self._prefetch_committed(action.generation)
         elif isinstance(action, actions.DisconnectCoordinator):
             log.info("coordinator unknown: %s", action.reason)

@@ -464,6 +464,9 @@ class _Group:
         settings: BounceSettings,
         say: Callable[[str], None],
     ) -> None:
+        """An unknown or missing client fails here, before anything starts."""
+        self._spawn = SPAWNERS[mode.client]
+        require_client(mode)
         self.mode, self.bootstrap, self.topic, self.group = mode, bootstrap, topic, group
         self.settings, self.say = settings, say
         self.members: list[Member] = []
@@ -479,9 +482,8 @@ class _Group:
     async def _start(self, index: int) -> Member:
         loop = asyncio.get_running_loop()
         s = self.settings
-        spawn = SPAWNERS[self.mode.client]
         return await loop.run_in_executor(
-            None, spawn, self.mode, index, self.bootstrap, self.topic, self.group, s
+            None, self._spawn, self.mode, index, self.bootstrap, self.topic, self.group, s
         )
 
     @staticmethod
@@ -497,7 +499,6 @@ class _Group:
 
     async def open(self) -> None:
         """Start the producer and every member, and wait until the group has settled."""
-        require_client(self.mode)
         if self.mode.client in PYTHON_CLIENTS:
             await asyncio.get_running_loop().run_in_executor(None, warm_bytecode, (self.mode.client,))
         s = self.settings
@@ -592,8 +593,6 @@ async def bounce(
 ) -> BounceResult:
     """Start the group, let it settle, restart every member in turn (each back within the session
     timeout), and fold what the members reported into the figures."""
-    SPAWNERS[mode.client]  # an unknown client fails before anything starts
-    require_client(mode)
     group_ = _Group(mode, bootstrap, topic, group, settings, say)
     try:
         await group_.open()
@@ -622,9 +621,6 @@ async def paired_bounce(
     member i of one, then member i of the other (the order alternating per :func:`pair_order`), so
     each restart has a neighbour of the other mode measured on the same machine state a few seconds
     apart. Each group's figures are those :func:`bounce` gives; restarts pair by index."""
-    for mode in modes:
-        SPAWNERS[mode.client]
-        require_client(mode)
     groups = (
         _Group(modes[0], bootstrap, topics[0], topics[0], settings, say),
         _Group(modes[1], bootstrap, topics[1], topics[1], settings, say),

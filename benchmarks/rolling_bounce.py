@@ -372,11 +372,14 @@ def paired(ours: str, theirs: str, results: dict[str, list[Repeat]]) -> Paired |
     )
 
 
+PAIRED_TARGET = "median of paired restart-to-first-record ratios"
+"""The words that name the paired target: :func:`paired_target` writes them, :func:`merge_size` finds them."""
+
+
 def paired_target(pair: Paired) -> Target:
     """Issue 26's 1.15x, read on the median of pair ratios (the trustworthy reading when both ran paired)."""
     return Target(
-        f"{pair.ours}: median of paired restart-to-first-record ratios <= {AIOKAFKA_RESTART_RATIO}x "
-        f"{pair.theirs}'s",
+        f"{pair.ours}: {PAIRED_TARGET} <= {AIOKAFKA_RESTART_RATIO}x {pair.theirs}'s",
         pair.ratio.median <= AIOKAFKA_RESTART_RATIO,
         f"{pair.ratio.median:.2f}x (p25 {pair.ratio.p25:.2f}, p75 {pair.ratio.p75:.2f}) over "
         f"{len(pair.ratios)} pairs; medians {pair.ours_seconds.median:.3f}s against "
@@ -418,7 +421,7 @@ def run_size(
     for repeat in range(repeats):
         if pair:
             _paired_repeat(kafka, members, repeat, modes, sized, results)
-            progress(size_result(env, sized, repeat + 1, results, modes if pair else None))
+            progress(size_result(env, sized, repeat + 1, results, modes))
             continue
         shift = repeat % len(modes)
         for mode in modes[shift:] + modes[:shift]:  # rotate, so no mode always runs first
@@ -548,7 +551,7 @@ def merge_size(previous: SizeResult | None, current: SizeResult, paired_run: boo
 
 
 def _is_paired_target(target: Target) -> bool:
-    return "median of paired restart-to-first-record ratios" in target.target
+    return PAIRED_TARGET in target.target
 
 
 def load(path: Path) -> Report | None:

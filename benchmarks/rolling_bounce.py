@@ -354,6 +354,7 @@ def paired(ours: str, theirs: str, results: dict[str, list[Repeat]]) -> Paired |
         return None
     pairs = [(a.seconds_to_first_record, b.seconds_to_first_record) for a, b in both]
     mine, peer = [a for a, _ in pairs], [b for _, b in pairs]
+    ratios = [a / b for a, b in pairs]
     differences = {
         step: [
             a.timeline[step] - b.timeline[step] for a, b in both if step in a.timeline and step in b.timeline
@@ -363,8 +364,8 @@ def paired(ours: str, theirs: str, results: dict[str, list[Repeat]]) -> Paired |
     return Paired(
         ours,
         theirs,
-        [a / b for a, b in pairs],
-        spread([a / b for a, b in pairs]),
+        ratios,
+        spread(ratios),
         spread(mine),
         spread(peer),
         statistics.median(mine) / statistics.median(peer),
